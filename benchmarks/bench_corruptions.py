@@ -1,0 +1,170 @@
+"""Per-(dataset, corruption) timing at 224 px, one thread, ours beside the reference in one run.
+
+Method (see benchmarks/README.md): two real images of each kind (medmnistc_fast.sample); for
+each (dataset, corruption) pair, a warm-up call per level (its time, which includes Numba's
+JIT compile or cache load, is reported apart), then REPEATS timed passes over the five levels
+and both images; the statistic is the median over passes of the mean seconds per image, with
+the min-max spread. Ours runs single-image ``corrupt`` calls (pinned seed), the reference runs
+its DatasetManager per-image pipeline in its own venv (``--reference-python``), on the same
+images, in a subprocess of this same run. Also measured: ``corrupt_batch`` throughput at 28 px
+(1 and 2 threads, 1,000 images) for every pair.
+
+Usage::
+
+    python benchmarks/bench_corruptions.py --reference-python /path/to/REF/bin/python
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import medmnistc_fast as mf
+from medmnistc_fast.sample import sample_images
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True,
+                              capture_output=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def time_ours(images: dict, repeats: int) -> dict:
+    out = {}
+    for dataset in mf.DATASETS:
+        imgs = images["rgb"] if mf.registry.RGB[dataset] else images["gray"]
+        for corruption in mf.corruptions(dataset):
+            t0 = time.perf_counter()
+            for level in range(1, 6):
+                mf.corrupt(imgs[0], corruption, level, dataset=dataset, seed=0)
+            warm = time.perf_counter() - t0
+            passes = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                for level in range(1, 6):
+                    for i, img in enumerate(imgs):
+                        mf.corrupt(img, corruption, level, dataset=dataset, seed=0, index=i)
+                passes.append((time.perf_counter() - t0) / (5 * len(imgs)))
+            out[f"{dataset}/{corruption}"] = {"warmup_s": warm, "seconds_per_image": passes}
+    return out
+
+
+def time_reference(ref_python: str, images: dict, repeats: int) -> dict | None:
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "in.npz")
+        dst = os.path.join(tmp, "out.json")
+        np.savez(src, **images)
+        subprocess.run([ref_python, os.path.join(HERE, "_reference_harness.py"), src, dst,
+                        str(repeats)], check=True)
+        with open(dst) as f:
+            return json.load(f)
+
+
+def batch_throughput(n: int = 1000, size: int = 28) -> dict:
+    rows = {}
+    imgs = {"rgb": sample_images(n, size, rgb=True), "gray": sample_images(n, size, rgb=False)}
+    for dataset in mf.DATASETS:
+        x = imgs["rgb"] if mf.registry.RGB[dataset] else imgs["gray"]
+        for corruption in mf.corruptions(dataset):
+            mf.corrupt_batch(x[:8], corruption, 5, dataset=dataset, seed=0, num_threads=1)
+            res = {}
+            for threads in (1, 2):
+                best = float("inf")
+                for _ in range(3):
+                    t0 = time.perf_counter()
+                    mf.corrupt_batch(x, corruption, 3, dataset=dataset, seed=0,
+                                     num_threads=threads)
+                    best = min(best, time.perf_counter() - t0)
+                res[f"images_per_s_{threads}t"] = n / best
+            res["speedup_2t"] = res["images_per_s_2t"] / res["images_per_s_1t"]
+            rows[f"{dataset}/{corruption}"] = res
+    return rows
+
+
+def markdown(result: dict) -> str:
+    lines = [f"# Corruption benchmark (224 px, one thread)", "",
+             f"Commit {result['meta']['commit']}, {result['meta']['date']}, "
+             f"{result['meta']['machine']}, medmnistc_fast {result['meta']['version']}; "
+             f"reference: {result['meta'].get('reference_versions', 'not run')}.",
+             f"Median over {result['meta']['repeats']} passes of ms per image (5 levels x 2 real "
+             "images); spread = min-max over passes. Warm-up (JIT compile or cache load) apart.",
+             "", "| dataset | corruption | ours ms (spread) | reference ms (spread) | speed-up | "
+             "28 px img/s 1 thread | 2 threads | 2-thread speed-up | warm-up s |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    ratios = []
+    for key, row in result["pairs"].items():
+        d, c = key.split("/")
+        ours = row["ours_ms"]
+        ref = row.get("reference_ms")
+        ratio = row.get("speedup")
+        if ratio is not None:
+            ratios.append(ratio)
+        b = result["batch28"][key]
+        lines.append(
+            f"| {d} | {c} | {ours[0]:.3f} ({ours[1]:.3f}-{ours[2]:.3f}) | "
+            + (f"{ref[0]:.2f} ({ref[1]:.2f}-{ref[2]:.2f}) | {ratio:.1f}x" if ref else "- | -")
+            + f" | {b['images_per_s_1t']:.0f} | {b['images_per_s_2t']:.0f} | "
+              f"{b['speedup_2t']:.2f} | {row['warmup_s']:.2f} |")
+    if ratios:
+        lines += ["", f"Median speed-up over all {len(ratios)} pairs: "
+                      f"{statistics.median(ratios):.1f}x; minimum {min(ratios):.1f}x; "
+                      f"maximum {max(ratios):.1f}x."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--reference-python", default=os.environ.get("MEDMNISTC_REFERENCE_PYTHON"),
+                    help="python of a venv with medmnistc 0.1.0 (optional)")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--out", default=os.path.join(HERE, "results_corruptions.json"))
+    ap.add_argument("--markdown", default=os.path.join(HERE, "RESULTS_corruptions.md"))
+    args = ap.parse_args(argv)
+    mf.set_num_threads(1)
+    images = {"rgb": sample_images(2, 224, rgb=True), "gray": sample_images(2, 224, rgb=False)}
+    ours = time_ours(images, args.repeats)
+    ref = time_reference(args.reference_python, images, args.repeats) if args.reference_python \
+        else None
+    pairs = {}
+    for key, row in ours.items():
+        o = row["seconds_per_image"]
+        entry = {"ours_ms": [1e3 * statistics.median(o), 1e3 * min(o), 1e3 * max(o)],
+                 "warmup_s": row["warmup_s"]}
+        if ref:
+            r = ref["seconds_per_image"][key]
+            entry["reference_ms"] = [1e3 * statistics.median(r), 1e3 * min(r), 1e3 * max(r)]
+            entry["speedup"] = statistics.median(r) / statistics.median(o)
+        pairs[key] = entry
+    result = {
+        "meta": {"commit": _git_commit(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+                 "machine": f"{platform.machine()} {os.cpu_count()} cores, "
+                            f"Python {platform.python_version()}, numpy {np.__version__}",
+                 "version": mf.__version__, "repeats": args.repeats,
+                 "reference_versions": ref["versions"] if ref else None},
+        "pairs": pairs,
+        "batch28": batch_throughput(),
+    }
+    tmp = args.out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f, indent=1)
+    os.replace(tmp, args.out)
+    with open(args.markdown + ".tmp", "w") as f:
+        f.write(markdown(result))
+    os.replace(args.markdown + ".tmp", args.markdown)
+    print(markdown(result))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""Argument checks for the public API. Kernels do no validation; everything is checked here once.
+
+Every error names the argument and the allowed values. Nothing here mutates its input.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import registry
+
+#: Smallest image side accepted (pixels).
+MIN_SIDE = 8
+
+
+def _fmt_choices(choices) -> str:
+    return ", ".join(repr(c) for c in choices)
+
+
+def check_dataset(dataset) -> str:
+    """Return ``dataset`` if it is a known dataset or suite key, else raise."""
+    if not isinstance(dataset, str):
+        raise TypeError(f"dataset must be a str, one of: {_fmt_choices(registry.DATASETS)}; "
+                        f"got {type(dataset).__name__}")
+    if dataset not in registry.TABLES:
+        raise ValueError(f"unknown dataset {dataset!r}; valid datasets: "
+                         f"{_fmt_choices(tuple(registry.TABLES))}")
+    return dataset
+
+
+def check_corruption(dataset: str, corruption) -> str:
+    """Return ``corruption`` if ``dataset`` (already checked) defines it, else raise."""
+    valid = tuple(registry.TABLES[dataset])
+    if not isinstance(corruption, str):
+        raise TypeError(f"corruption must be a str, one of: {_fmt_choices(valid)}; "
+                        f"got {type(corruption).__name__}")
+    if corruption not in valid:
+        raise ValueError(f"corruption {corruption!r} is not defined for dataset {dataset!r}; "
+                         f"valid corruptions: {_fmt_choices(valid)}")
+    return corruption
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, (numbers.Integral, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def check_severity(severity) -> int:
+    """Return ``severity`` as an int in 1..5; bools, floats and strings are rejected."""
+    if not _is_int(severity):
+        raise TypeError(f"severity must be an int in 1..{registry.N_SEVERITIES}; "
+                        f"got {severity!r} ({type(severity).__name__})")
+    if not 1 <= int(severity) <= registry.N_SEVERITIES:
+        raise ValueError(f"severity must be an int in 1..{registry.N_SEVERITIES}; got {severity!r}")
+    return int(severity)
+
+
+def check_nonneg_int(value, name: str) -> int:
+    """Return ``value`` as a non-negative int (for seeds, indices, start offsets)."""
+    if not _is_int(value):
+        raise TypeError(f"{name} must be a non-negative int; got {value!r} ({type(value).__name__})")
+    if int(value) < 0:
+        raise ValueError(f"{name} must be a non-negative int; got {value!r}")
+    return int(value)
+
+
+def check_seed(seed):
+    """Return ``seed`` as a non-negative int, or None."""
+    return None if seed is None else check_nonneg_int(seed, "seed")
+
+
+def _check_array(arr, name: str, ndims: tuple, layout: str) -> np.ndarray:
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"{name} must be a numpy.ndarray of dtype uint8 with shape {layout}; "
+                        f"got {type(arr).__name__}")
+    if arr.dtype != np.uint8:
+        raise TypeError(f"{name} must have dtype uint8 (convert with skimage.util.img_as_ubyte "
+                        f"or an explicit cast); got {arr.dtype}")
+    if arr.ndim not in ndims:
+        raise ValueError(f"{name} must have shape {layout}; got shape {arr.shape}")
+    return arr
+
+
+def _check_channels_and_sides(shape, name: str, layout: str) -> None:
+    h, w, c = shape
+    if c not in (1, 3):
+        raise ValueError(f"{name} must have 1 or 3 channels (shape {layout}); got shape {shape}")
+    if h < MIN_SIDE or w < MIN_SIDE:
+        raise ValueError(f"{name} must be at least {MIN_SIDE} x {MIN_SIDE} pixels; got {h} x {w}")
+
+
+def as_hwc(image, name: str = "image") -> np.ndarray:
+    """View ``image`` ((H, W), (H, W, 1) or (H, W, 3) uint8) as C-contiguous (H, W, C).
+
+    Returns a view when ``image`` is already contiguous, else a copy; never writes to it.
+    """
+    layout = "(H, W), (H, W, 1) or (H, W, 3)"
+    arr = _check_array(image, name, (2, 3), layout)
+    hwc = arr[:, :, None] if arr.ndim == 2 else arr
+    _check_channels_and_sides(hwc.shape, name, layout)
+    return np.ascontiguousarray(hwc)
+
+
+def as_nhwc(images, name: str = "images") -> np.ndarray:
+    """View ``images`` ((N, H, W), (N, H, W, 1) or (N, H, W, 3) uint8) as contiguous (N, H, W, C)."""
+    layout = "(N, H, W), (N, H, W, 1) or (N, H, W, 3)"
+    arr = _check_array(images, name, (3, 4), layout)
+    nhwc = arr[..., None] if arr.ndim == 3 else arr
+    _check_channels_and_sides(nhwc.shape[1:], name, layout)
+    return np.ascontiguousarray(nhwc)
+
+
+def check_positive(value, name: str, *, integer: bool = False, upper=None, inclusive_upper=True):
+    """Check a physical parameter of the functional layer: a finite number > 0 (optionally <= upper)."""
+    ok_type = _is_int(value) if integer else (
+        isinstance(value, (numbers.Real, np.floating, np.integer)) and not isinstance(value, bool))
+    kind = "an int" if integer else "a real number"
+    if not ok_type:
+        raise TypeError(f"{name} must be {kind}; got {value!r} ({type(value).__name__})")
+    v = float(value)
+    if not np.isfinite(v) or v <= 0 or (upper is not None and (v > upper if inclusive_upper else v >= upper)):
+        bound = "" if upper is None else f" and {'<=' if inclusive_upper else '<'} {upper}"
+        raise ValueError(f"{name} must be > 0{bound}; got {value!r}")
+    return int(value) if integer else v

@@ -1,0 +1,206 @@
+"""The public corruption API: ``corruptions``, ``corrupt``, ``corrupt_batch`` and thread control."""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from . import registry, rng
+from ._validation import (as_hwc, as_nhwc, check_corruption, check_dataset, check_nonneg_int,
+                          check_seed, check_severity)
+from .corruptions import KINDS
+
+__all__ = ["corruptions", "severity_table", "corrupt", "corrupt_batch", "set_num_threads",
+           "get_num_threads"]
+
+_ENV_THREADS = "MEDMNISTC_FAST_NUM_THREADS"
+_state = {"threads": None}
+_pools: dict = {}
+_pools_lock = threading.Lock()
+
+
+def corruptions(dataset: str) -> tuple:
+    """The corruptions defined for ``dataset``, in the reference's order.
+
+    Parameters
+    ----------
+    dataset : str
+        One of :data:`medmnistc_fast.DATASETS`.
+
+    Returns
+    -------
+    tuple of str
+
+    Raises
+    ------
+    ValueError, TypeError
+        Unknown or non-string ``dataset``.
+    """
+    return tuple(registry.TABLES[check_dataset(dataset)])
+
+
+def severity_table(dataset: str, corruption: str) -> tuple:
+    """The five parameter values of ``corruption`` on ``dataset`` (level 1 first).
+
+    See :mod:`medmnistc_fast.registry` for their units. Raises ValueError / TypeError for
+    unknown names.
+    """
+    dataset = check_dataset(dataset)
+    return registry.TABLES[dataset][check_corruption(dataset, corruption)]
+
+
+def set_num_threads(n: int | None) -> None:
+    """Set the number of threads :func:`corrupt_batch` uses by default.
+
+    Parameters
+    ----------
+    n : int >= 1, or None
+        None restores the default: the environment variable ``MEDMNISTC_FAST_NUM_THREADS`` if
+        set, else ``os.cpu_count()``.
+    """
+    _state["threads"] = None if n is None else _check_threads(n)
+
+
+def get_num_threads() -> int:
+    """The number of threads :func:`corrupt_batch` uses when ``num_threads`` is not given."""
+    if _state["threads"] is not None:
+        return _state["threads"]
+    env = os.environ.get(_ENV_THREADS)
+    if env:
+        try:
+            return _check_threads(int(env))
+        except ValueError:
+            raise ValueError(f"environment variable {_ENV_THREADS} must be an int >= 1; "
+                             f"got {env!r}") from None
+    return os.cpu_count() or 1
+
+
+def _check_threads(n) -> int:
+    n = check_nonneg_int(n, "num_threads")
+    if n < 1:
+        raise ValueError(f"num_threads must be an int >= 1; got {n}")
+    return n
+
+
+def _pool(n: int) -> ThreadPoolExecutor:
+    with _pools_lock:
+        if n not in _pools:
+            _pools[n] = ThreadPoolExecutor(max_workers=n, thread_name_prefix="medmnistc_fast")
+        return _pools[n]
+
+
+def _plan(dataset, corruption, severity, seed):
+    """Validate the names and return (kind, table entry, base key)."""
+    dataset = check_dataset(dataset)
+    corruption = check_corruption(dataset, corruption)
+    severity = check_severity(severity)
+    seed = check_seed(seed)
+    if seed is None:
+        seed = rng.fresh_seed()
+    param = registry.TABLES[dataset][corruption][severity - 1]
+    return KINDS[corruption], param, rng.base_key(seed, dataset, corruption, severity), severity
+
+
+def sample_values(kind, param, severity, shape, key) -> dict:
+    """The kernel's explicit keyword values for one image (``kind.sample``)."""
+    return kind.sample(param, tuple(shape), int(key))
+
+
+def _apply(kind, param, severity, image_hwc, key) -> np.ndarray:
+    return kind.kernel(image_hwc, **sample_values(kind, param, severity, image_hwc.shape, key))
+
+
+def corrupt(image, corruption, severity, *, dataset, seed=None, index=0) -> np.ndarray:
+    """Corrupt one image as the MedMNIST-C benchmark does.
+
+    Parameters
+    ----------
+    image : ndarray, shape (H, W), (H, W, 1) or (H, W, 3), uint8
+        H, W >= 8. Gray images (1 channel) follow the reference's dataset generation,
+        L -> RGB -> corrupt -> L. Read-only and non-contiguous arrays are accepted; the input
+        is never modified.
+    corruption : str
+        One of ``corruptions(dataset)``.
+    severity : int
+        1..5 (level 1 = first table entry).
+    dataset : str
+        One of :data:`medmnistc_fast.DATASETS`; selects the severity table.
+    seed : int >= 0 or None
+        With an int, the output is a pure function of (seed, dataset, corruption, severity,
+        index, pixels). None draws fresh OS entropy.
+    index : int >= 0
+        The image's index in its dataset (part of the random key).
+
+    Returns
+    -------
+    ndarray, same shape as ``image``, uint8, C-contiguous, newly allocated
+
+    Raises
+    ------
+    TypeError
+        ``image`` not a uint8 ndarray; ``severity``, ``seed``, ``index`` not ints; names not str.
+    ValueError
+        Bad shape, fewer than 8 pixels a side, 2 or 4+ channels, severity outside 1..5,
+        negative seed or index, unknown dataset or corruption.
+
+    References
+    ----------
+    F. Di Salvo, S. Doerrich, C. Ledig, "MedMNIST-C", arXiv:2406.17536 (2024); reference
+    implementation ``medmnistc`` 0.1.0.
+    """
+    hwc = as_hwc(image)
+    index = check_nonneg_int(index, "index")
+    kind, param, base, severity = _plan(dataset, corruption, severity, seed)
+    key = rng.image_keys(base, index)
+    out = _apply(kind, param, severity, hwc, key)
+    return out.reshape(image.shape)
+
+
+def corrupt_batch(images, corruption, severity, *, dataset, seed=None, start=0,
+                  num_threads=None) -> np.ndarray:
+    """Corrupt a batch; ``out[i]`` equals ``corrupt(images[i], ..., index=start + i)`` bit for bit.
+
+    Parameters
+    ----------
+    images : ndarray, shape (N, H, W), (N, H, W, 1) or (N, H, W, 3), uint8
+        N >= 0; H, W >= 8.
+    corruption, severity, dataset, seed
+        As in :func:`corrupt`.
+    start : int >= 0
+        Dataset index of ``images[0]``.
+    num_threads : int >= 1 or None
+        Threads to spread the images over (kernels release the GIL). None uses
+        :func:`get_num_threads`. The result does not depend on it.
+
+    Returns
+    -------
+    ndarray, same shape as ``images``, uint8, C-contiguous, newly allocated
+
+    Raises
+    ------
+    TypeError, ValueError
+        As in :func:`corrupt`; also for a bad ``start`` or ``num_threads``.
+    """
+    nhwc = as_nhwc(images)
+    start = check_nonneg_int(start, "start")
+    threads = get_num_threads() if num_threads is None else _check_threads(num_threads)
+    kind, param, base, severity = _plan(dataset, corruption, severity, seed)
+    n = nhwc.shape[0]
+    out = np.empty_like(nhwc)
+    keys = rng.image_keys(base, np.arange(start, start + n, dtype=np.uint64))
+
+    def run(lo: int, hi: int) -> None:
+        for i in range(lo, hi):
+            out[i] = _apply(kind, param, severity, nhwc[i], keys[i])
+
+    threads = max(1, min(threads, n))
+    if threads == 1:
+        run(0, n)
+    else:
+        bounds = np.linspace(0, n, min(n, threads * 4) + 1).astype(int)
+        futures = [_pool(threads).submit(run, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+        for f in futures:
+            f.result()
+    return out.reshape(images.shape)

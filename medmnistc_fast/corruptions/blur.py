@@ -1,0 +1,156 @@
+"""Blur corruptions: defocus, motion, zoom and Gaussian blur (C++ kernels in ``csrc/blur.cpp``).
+
+Spatial parameters are given at 224 px in the tables and scale with
+:func:`~medmnistc_fast.corruptions._spec.size_scale` (``min(H, W) / 224``), so at 224 px they
+are the reference's values unchanged.
+
+References: reference classes ``DefocusBlur`` (and ``disk``), ``MotionBlur``, ``ZoomBlur``
+(and ``clipped_zoom``), ``GaussianBlur`` in ``medmnistc/corruptions/filter.py`` (medmnistc
+0.1.0); ImageMagick 6 ``MotionBlurImage`` for the motion kernel's weights and offsets;
+torchvision ``gaussian_blur`` for the Gaussian kernel.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from .. import _native
+from ..rng import generator
+from ._spec import Kind, size_scale
+
+__all__ = ["DEFOCUS_BLUR", "MOTION_BLUR", "ZOOM_BLUR", "GAUSSIAN_BLUR", "defocus_kernel",
+           "motion_taps", "gaussian_kernel1d"]
+
+#: Half width (pixels at 224 px) of the reference's defocus kernel grid when radius <= 8.
+_DEFOCUS_HALF = 8
+
+
+def _gauss3_reflect101(grid: np.ndarray, sigma: float, ksize: int) -> np.ndarray:
+    """Separable Gaussian blur of a small float32 array, OpenCV GaussianBlur semantics
+    (``getGaussianKernel(ksize, sigma)`` taps, BORDER_REFLECT_101 at the array edges)."""
+    x = np.arange(ksize) - (ksize - 1) / 2
+    taps = np.exp(-(x * x) / (2.0 * sigma * sigma))
+    taps = (taps / taps.sum()).astype(np.float32)
+    pad = ksize // 2
+    out = grid
+    for axis in (1, 0):
+        padded = np.pad(out, [(pad, pad) if a == axis else (0, 0) for a in range(2)],
+                        mode="reflect")
+        acc = np.zeros_like(out)
+        for i, t in enumerate(taps):
+            sl = [slice(None)] * 2
+            sl[axis] = slice(i, i + out.shape[axis])
+            acc = acc + t * padded[tuple(sl)]
+        out = acc.astype(np.float32)
+    return out
+
+
+@lru_cache(maxsize=256)
+def defocus_kernel(radius: float, alias_sigma: float, half: int, ksize: int) -> np.ndarray:
+    """The reference's defocus kernel ``disk(radius, alias_blur)``.
+
+    An aliased disk ``x**2 + y**2 <= radius**2`` on the integer grid ``-half..half``, divided by
+    its sum (float32), then blurred by a ``ksize`` x ``ksize`` Gaussian of standard deviation
+    ``alias_sigma`` (pixels) and NOT renormalised (it sums to about 1.013 at radius 8).
+
+    Returns
+    -------
+    ndarray, shape (2 * half + 1, 2 * half + 1), float32, read-only
+    """
+    grid = np.arange(-half, half + 1)
+    xx, yy = np.meshgrid(grid, grid)
+    disk = (xx**2 + yy**2 <= radius**2).astype(np.float32)
+    disk /= np.sum(disk)
+    k = np.ascontiguousarray(_gauss3_reflect101(disk, alias_sigma, ksize))
+    k.setflags(write=False)
+    return k
+
+
+def _sample_defocus(param, shape, key) -> dict:
+    radius, alias = param
+    s = size_scale(shape)
+    half = math.ceil(_DEFOCUS_HALF * s) if radius <= _DEFOCUS_HALF else math.ceil(radius * s)
+    return {"radius": radius * s, "alias_sigma": alias * s, "half": max(1, half),
+            "ksize": 3 if radius <= _DEFOCUS_HALF else 5}
+
+
+def _defocus_kernel(image, *, radius, alias_sigma, half, ksize):
+    return _native.filter2d(image, defocus_kernel(float(radius), float(alias_sigma), int(half),
+                                                  int(ksize)))
+
+
+@lru_cache(maxsize=1024)
+def motion_taps(radius: float, sigma: float, angle: float):
+    """Weights and pixel offsets of ImageMagick 6's motion blur.
+
+    ``n = 2 * ceil(radius) + 1`` taps (``GetOptimalKernelWidth1D``), weights
+    ``exp(-k**2 / (2 sigma**2))``, k = 0..n-1, normalised to sum 1 (a one-sided half-Gaussian),
+    offsets ``dx_k = ceil(k cos(angle) - 0.5)``, ``dy_k = ceil(k sin(angle) - 0.5)`` (x = column,
+    y = row, pointing down).
+
+    Returns
+    -------
+    (weights float64 (n,), dx int32 (n,), dy int32 (n,))
+    """
+    n = 2 * math.ceil(radius) + 1
+    k = np.arange(n, dtype=np.float64)
+    w = np.exp(-(k * k) / (2.0 * sigma * sigma))
+    w /= w.sum()
+    theta = math.radians(angle)
+    dx = np.ceil(k * math.cos(theta) - 0.5).astype(np.int32)
+    dy = np.ceil(k * math.sin(theta) - 0.5).astype(np.int32)
+    for a in (w, dx, dy):
+        a.setflags(write=False)
+    return w, dx, dy
+
+
+def _sample_motion(param, shape, key) -> dict:
+    radius, sigma = param
+    s = size_scale(shape)
+    angle = float(generator(key).uniform(-45.0, 45.0))
+    return {"radius": radius * s, "sigma": sigma * s, "angle": angle}
+
+
+def _motion_kernel(image, *, radius, sigma, angle):
+    w, dx, dy = motion_taps(float(radius), float(sigma), float(angle))
+    return _native.motion_blur(image, w, dx, dy)
+
+
+def _sample_zoom(param, shape, key) -> dict:
+    return {"zooms": tuple(float(z) for z in param)}
+
+
+def _zoom_kernel(image, *, zooms):
+    return _native.zoom_blur(image, np.asarray(zooms, dtype=np.float64))
+
+
+@lru_cache(maxsize=256)
+def gaussian_kernel1d(kernel_size: int, sigma: float) -> np.ndarray:
+    """torchvision's 1-D Gaussian: ``exp(-0.5 (x / sigma)**2)`` on ``x = -(k-1)/2..(k-1)/2``,
+    normalised, in float32."""
+    half = (kernel_size - 1) * 0.5
+    x = np.linspace(-half, half, kernel_size, dtype=np.float32)
+    pdf = np.exp(np.float32(-0.5) * (x / np.float32(sigma)) ** 2)
+    k = (pdf / pdf.sum()).astype(np.float32)
+    k.setflags(write=False)
+    return k
+
+
+def _sample_gaussian(param, shape, key) -> dict:
+    k = int(param)
+    sigma = 0.3 * ((k - 1) * 0.5 - 1) + 0.8  # torchvision's default sigma for kernel size k
+    s = size_scale(shape)
+    # Half width scaled and rounded half up; 224 px gives k itself.
+    return {"kernel_size": 2 * math.floor((k - 1) / 2 * s + 0.5) + 1, "sigma": sigma * s}
+
+
+def _gaussian_kernel(image, *, kernel_size, sigma):
+    return _native.gaussian_blur(image, gaussian_kernel1d(int(kernel_size), float(sigma)))
+
+
+DEFOCUS_BLUR = Kind("defocus_blur", _sample_defocus, _defocus_kernel, random=False)
+MOTION_BLUR = Kind("motion_blur", _sample_motion, _motion_kernel, random=True)
+ZOOM_BLUR = Kind("zoom_blur", _sample_zoom, _zoom_kernel, random=False)
+GAUSSIAN_BLUR = Kind("gaussian_blur", _sample_gaussian, _gaussian_kernel, random=False)

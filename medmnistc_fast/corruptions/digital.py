@@ -1,0 +1,57 @@
+"""Digital corruptions: pixelation and JPEG compression, with Pillow (bit-exact with the reference).
+
+References: reference classes ``Pixelate`` and ``JPEGCompression`` in
+``medmnistc/corruptions/compression.py`` (medmnistc 0.1.0).
+"""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from PIL import Image
+
+from ._spec import Kind
+
+__all__ = ["PIXELATE", "JPEG_COMPRESSION", "to_pil", "from_pil"]
+
+
+def to_pil(image: np.ndarray) -> Image.Image:
+    """(H, W, 1) -> Pillow "L", (H, W, 3) -> "RGB" (no copy of semantics, values unchanged)."""
+    return Image.fromarray(image[:, :, 0] if image.shape[2] == 1 else image)
+
+
+def from_pil(pil: Image.Image, channels: int) -> np.ndarray:
+    """Pillow image -> new C-contiguous uint8 (H, W, channels)."""
+    arr = np.array(pil, dtype=np.uint8)
+    return arr.reshape(arr.shape[0], arr.shape[1], channels)
+
+
+def _sample_pixelate(param, shape, key) -> dict:
+    return {"factor": float(param)}
+
+
+def _pixelate_kernel(image, *, factor):
+    """BOX-downsample to ``(max(1, int(W * factor)), max(1, int(H * factor)))`` and BOX-upsample
+    back. The ``max(1, ...)`` guard only acts where the reference would fail (a zero side)."""
+    h, w, c = image.shape
+    pil = to_pil(image)
+    small = pil.resize((max(1, int(w * factor)), max(1, int(h * factor))), Image.BOX)
+    return from_pil(small.resize((w, h), Image.BOX), c)
+
+
+def _sample_quality(param, shape, key) -> dict:
+    return {"quality": int(param)}
+
+
+def _jpeg_kernel(image, *, quality):
+    """Pillow JPEG encode at ``quality`` (Pillow defaults: 4:2:0 chroma subsampling for RGB),
+    then decode."""
+    buf = io.BytesIO()
+    to_pil(image).save(buf, format="JPEG", quality=int(quality))
+    buf.seek(0)
+    with Image.open(buf) as decoded:
+        return from_pil(decoded, image.shape[2])
+
+
+PIXELATE = Kind("pixelate", _sample_pixelate, _pixelate_kernel, random=False)
+JPEG_COMPRESSION = Kind("jpeg_compression", _sample_quality, _jpeg_kernel, random=False)

@@ -1,0 +1,233 @@
+"""The MedMNIST-C registry as plain data: datasets, their corruptions, severity tables, folds.
+
+Every table is the first five entries of the reference's ``CORRUPTIONS_DS`` dictionary in
+``medmnistc/corruptions/registry.py`` of ``medmnistc`` 0.1.0 (Di Salvo, Doerrich, Ledig,
+"MedMNIST-C", arXiv:2406.17536, 2024; Apache-2.0), in the reference's dictionary order.
+Level ``s`` (1..5) of the public API is entry ``s - 1``. No logic lives here.
+
+Parameters per corruption (units):
+
+- pixelate: resize factor (fraction of the side, 0..1)
+- jpeg_compression: JPEG quality (1..95)
+- gaussian_noise, speckle_noise: standard deviation of the additive / multiplicative normal
+  noise, on the [0, 1] intensity scale
+- impulse_noise: fraction of array elements replaced by salt (1.0) or pepper (0.0)
+- shot_noise: photons per unit intensity (Poisson rate multiplier)
+- defocus_blur: (disk radius in pixels at 224 px, Gaussian anti-alias sigma in pixels)
+- motion_blur: (radius in pixels at 224 px, sigma in pixels at 224 px)
+- zoom_blur: tuple of zoom factors (>= 1)
+- gaussian_blur: kernel size in pixels at 224 px (odd)
+- brightness_up/_down, contrast_up/_down: Pillow ``ImageEnhance`` factor
+- gamma_corr_up/_down: gamma exponent (gain 1)
+- saturate: additive shift of HSV saturation (0..1)
+- stain_deposit: maximum number of ink marks
+- bubble: (maximum radius in pixels at 224 px, maximum number of bubbles)
+- black_corner: multiplier of the inscribed-circle radius
+- characters: (maximum words, maximum letters per word, maximum font scale)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["DATASETS", "TABLES", "FOLDS", "RGB", "TASKS", "N_SEVERITIES", "REFERENCE_SIZE"]
+
+#: Number of severity levels (the reference's benchmark uses levels 1..5).
+N_SEVERITIES = 5
+
+#: Image side (pixels) at which the reference's absolute pixel parameters were tuned.
+REFERENCE_SIZE = 224
+
+# Zoom factor lists of dermamnist's zoom_blur: the exact float64 values numpy.arange gives for
+# the reference's arguments (12, 16, 11, 13 and 11 factors).
+_ZOOM_DERMAMNIST = tuple(
+    tuple(float(z) for z in np.arange(1, stop, step))
+    for stop, step in ((1.11, 0.01), (1.16, 0.01), (1.21, 0.02), (1.26, 0.02), (1.31, 0.03))
+)
+
+TABLES: dict = {
+    'pathmnist': {
+        'pixelate': (0.8, 0.6, 0.4, 0.3, 0.25),
+        'jpeg_compression': (50, 30, 15, 10, 7),
+        'defocus_blur': ((3, 0.1), (4, 0.1), (5, 0.2), (6, 0.2), (7, 0.3)),
+        'motion_blur': ((5, 5), (10, 5), (15, 5), (15, 8), (15, 12)),
+        'brightness_up': (1.1, 1.15, 1.2, 1.22, 1.25),
+        'brightness_down': (0.85, 0.8, 0.75, 0.72, 0.7),
+        'contrast_up': (1.1, 1.2, 1.3, 1.4, 1.6),
+        'contrast_down': (0.8, 0.7, 0.6, 0.55, 0.5),
+        'saturate': (0.05, 0.1, 0.15, 0.2, 0.25),
+        'stain_deposit': (1, 2, 3, 4, 5),
+        'bubble': ((7, 15), (10, 15), (12, 15), (15, 20), (17, 25)),
+    },
+    'bloodmnist': {
+        'pixelate': (0.6, 0.5, 0.4, 0.3, 0.25),
+        'jpeg_compression': (50, 30, 15, 10, 7),
+        'defocus_blur': ((2, 0.01), (3, 0.1), (4, 0.1), (5, 0.1), (6, 0.1)),
+        'motion_blur': ((3, 3), (5, 5), (10, 5), (10, 7), (10, 9)),
+        'brightness_up': (1.1, 1.2, 1.3, 1.35, 1.4),
+        'brightness_down': (0.9, 0.8, 0.7, 0.6, 0.5),
+        'contrast_up': (1.1, 1.15, 1.2, 1.25, 1.3),
+        'contrast_down': (0.9, 0.8, 0.7, 0.6, 0.5),
+        'saturate': (0.05, 0.1, 0.15, 0.17, 0.2),
+        'stain_deposit': (1, 2, 3, 3, 3),
+        'bubble': ((5, 10), (7, 10), (10, 10), (12, 12), (15, 12)),
+    },
+    'dermamnist': {
+        'pixelate': (0.7, 0.5, 0.4, 0.3, 0.25),
+        'jpeg_compression': (30, 20, 15, 10, 7),
+        'gaussian_noise': (0.04, 0.08, 0.12, 0.18, 0.26),
+        'speckle_noise': (0.05, 0.15, 0.2, 0.35, 0.45),
+        'impulse_noise': (0.01, 0.03, 0.06, 0.09, 0.17),
+        'shot_noise': (60, 25, 18, 10, 5),
+        'defocus_blur': ((4, 0.1), (5, 0.2), (6, 0.3), (7, 0.4), (8, 0.5)),
+        'motion_blur': ((10, 5), (15, 5), (15, 8), (15, 12), (20, 15)),
+        'zoom_blur': _ZOOM_DERMAMNIST,
+        'brightness_up': (1.1, 1.2, 1.3, 1.4, 1.5),
+        'brightness_down': (0.9, 0.8, 0.7, 0.6, 0.5),
+        'contrast_up': (1.1, 1.2, 1.3, 1.4, 1.6),
+        'contrast_down': (0.8, 0.7, 0.6, 0.5, 0.4),
+        'black_corner': (1.1, 1.05, 1.0, 0.9, 0.95),
+        'characters': ((1, 6, 0.14), (2, 7, 0.15), (3, 8, 0.16), (4, 9, 0.17), (6, 10, 0.18)),
+    },
+    'retinamnist': {
+        'pixelate': (0.8, 0.6, 0.5, 0.4, 0.35),
+        'jpeg_compression': (30, 25, 20, 10, 5),
+        'gaussian_noise': (0.04, 0.08, 0.12, 0.16, 0.2),
+        'speckle_noise': (0.1, 0.15, 0.2, 0.25, 0.3),
+        'defocus_blur': ((4, 0.1), (5, 0.2), (6, 0.3), (7, 0.4), (8, 0.5)),  # reference lists a 6th entry (9, 0.6), never used as a level
+        'motion_blur': ((8, 5), (15, 5), (15, 8), (15, 12), (20, 15)),
+        'brightness_down': (0.9, 0.8, 0.7, 0.6, 0.5),
+        'contrast_down': (0.9, 0.8, 0.7, 0.6, 0.4),
+    },
+    'tissuemnist': {
+        'pixelate': (0.4, 0.3, 0.2, 0.15, 0.1),
+        'jpeg_compression': (25, 20, 15, 10, 7),
+        'impulse_noise': (0.01, 0.015, 0.02, 0.025, 0.03),
+        'gaussian_blur': (13, 15, 17, 21, 25),
+        'brightness_up': (1.3, 1.4, 1.5, 1.6, 1.7),
+        'brightness_down': (0.8, 0.7, 0.6, 0.5, 0.4),
+        'contrast_up': (1.1, 1.2, 1.3, 1.4, 1.6),
+        'contrast_down': (0.9, 0.8, 0.7, 0.6, 0.4),
+    },
+    'octmnist': {
+        'pixelate': (0.3, 0.25, 0.2, 0.15, 0.1),
+        'jpeg_compression': (30, 15, 10, 7, 5),
+        'speckle_noise': (0.15, 0.3, 0.4, 0.5, 0.6),
+        'defocus_blur': ((0.5, 0.6), (1, 0.5), (1.5, 0.1), (2.0, 0.5), (2.5, 0.1)),
+        'motion_blur': ((10, 3), (15, 5), (15, 8), (15, 12), (20, 15)),
+        'contrast_down': (0.6, 0.4, 0.3, 0.2, 0.15),
+    },
+    'breastmnist': {
+        'pixelate': (0.3, 0.25, 0.2, 0.15, 0.1),
+        'jpeg_compression': (50, 30, 15, 10, 7),
+        'speckle_noise': (0.1, 0.15, 0.2, 0.25, 0.3),
+        'motion_blur': ((5, 5), (9, 7), (9, 10), (13, 10), (17, 12)),
+        'brightness_up': (1.4, 1.5, 1.6, 1.8, 2.0),
+        'brightness_down': (0.55, 0.5, 0.45, 0.4, 0.3),
+        'contrast_down': (0.9, 0.8, 0.7, 0.6, 0.4),
+    },
+    'chestmnist': {
+        'pixelate': (0.3, 0.25, 0.2, 0.15, 0.1),
+        'jpeg_compression': (50, 30, 15, 10, 7),
+        'gaussian_noise': (0.04, 0.08, 0.12, 0.18, 0.26),
+        'speckle_noise': (0.05, 0.15, 0.2, 0.35, 0.45),
+        'impulse_noise': (0.01, 0.03, 0.06, 0.09, 0.17),
+        'shot_noise': (60, 25, 18, 10, 5),
+        'gaussian_blur': (3, 5, 7, 9, 11),  # reference lists a 6th entry 13, never used as a level
+        'brightness_up': (1.1, 1.2, 1.3, 1.4, 1.5),
+        'brightness_down': (0.9, 0.8, 0.7, 0.6, 0.5),
+        'contrast_up': (1.1, 1.2, 1.3, 1.4, 1.6),
+        'contrast_down': (0.9, 0.8, 0.7, 0.6, 0.4),
+        'gamma_corr_up': (1.1, 1.2, 1.3, 1.4, 1.6),
+        'gamma_corr_down': (0.9, 0.8, 0.7, 0.6, 0.4),
+    },
+    'pneumoniamnist': {
+        'pixelate': (0.8, 0.7, 0.6, 0.5, 0.4),
+        'jpeg_compression': (50, 30, 15, 10, 7),
+        'gaussian_noise': (0.04, 0.05, 0.06, 0.07, 0.08),
+        'speckle_noise': (0.05, 0.07, 0.1, 0.15, 0.2),
+        'impulse_noise': (0.005, 0.01, 0.013, 0.017, 0.02),
+        'shot_noise': (300, 200, 150, 100, 80),
+        'gaussian_blur': (3, 5, 7, 9, 11),  # reference lists a 6th entry 13, never used as a level
+        'brightness_up': (1.1, 1.2, 1.3, 1.4, 1.5),
+        'brightness_down': (0.9, 0.8, 0.7, 0.6, 0.5),
+        'contrast_up': (1.1, 1.2, 1.3, 1.4, 1.6),
+        'contrast_down': (0.9, 0.8, 0.7, 0.6, 0.4),
+        'gamma_corr_up': (1.1, 1.2, 1.3, 1.4, 1.6),
+        'gamma_corr_down': (0.9, 0.8, 0.7, 0.6, 0.4),
+    },
+    'organamnist': {
+        'pixelate': (0.7, 0.6, 0.5, 0.4, 0.35),
+        'jpeg_compression': (50, 30, 15, 10, 7),
+        'gaussian_noise': (0.04, 0.08, 0.12, 0.16, 0.2),
+        'speckle_noise': (0.05, 0.1, 0.2, 0.3, 0.4),
+        'impulse_noise': (0.01, 0.02, 0.03, 0.05, 0.08),
+        'shot_noise': (200, 100, 50, 25, 15),
+        'gaussian_blur': (11, 13, 15, 17, 21),
+        'brightness_up': (1.2, 1.3, 1.4, 1.5, 1.6),
+        'brightness_down': (0.8, 0.75, 0.7, 0.65, 0.6),
+        'contrast_up': (1.3, 1.4, 1.6, 1.7, 1.8),
+        'contrast_down': (0.8, 0.7, 0.6, 0.55, 0.5),
+        'gamma_corr_up': (1.3, 1.4, 1.6, 1.8, 2.0),
+        'gamma_corr_down': (0.9, 0.8, 0.7, 0.6, 0.4),
+    },
+    'organcmnist': {
+        'pixelate': (0.7, 0.6, 0.5, 0.4, 0.35),
+        'jpeg_compression': (50, 30, 15, 10, 7),
+        'gaussian_noise': (0.04, 0.08, 0.12, 0.16, 0.2),
+        'speckle_noise': (0.05, 0.1, 0.2, 0.3, 0.4),
+        'impulse_noise': (0.01, 0.02, 0.03, 0.05, 0.08),
+        'shot_noise': (200, 100, 50, 25, 15),
+        'gaussian_blur': (11, 13, 15, 17, 21),
+        'brightness_up': (1.2, 1.3, 1.4, 1.5, 1.6),
+        'brightness_down': (0.8, 0.75, 0.7, 0.65, 0.6),
+        'contrast_up': (1.3, 1.4, 1.6, 1.7, 1.8),
+        'contrast_down': (0.8, 0.7, 0.6, 0.55, 0.5),
+        'gamma_corr_up': (1.3, 1.4, 1.6, 1.8, 2.0),
+        'gamma_corr_down': (0.9, 0.8, 0.7, 0.6, 0.4),
+    },
+    'organsmnist': {
+        'pixelate': (0.7, 0.6, 0.5, 0.4, 0.35),
+        'jpeg_compression': (50, 30, 15, 10, 7),
+        'gaussian_noise': (0.04, 0.08, 0.12, 0.16, 0.2),
+        'speckle_noise': (0.05, 0.1, 0.2, 0.3, 0.4),
+        'impulse_noise': (0.01, 0.02, 0.03, 0.05, 0.08),
+        'shot_noise': (200, 100, 50, 25, 15),
+        'gaussian_blur': (11, 13, 15, 17, 21),
+        'brightness_up': (1.2, 1.3, 1.4, 1.5, 1.6),
+        'brightness_down': (0.8, 0.75, 0.7, 0.65, 0.6),
+        'contrast_up': (1.3, 1.4, 1.6, 1.7, 1.8),
+        'contrast_down': (0.8, 0.7, 0.6, 0.55, 0.5),
+        'gamma_corr_up': (1.3, 1.4, 1.6, 1.8, 2.0),
+        'gamma_corr_down': (0.9, 0.8, 0.7, 0.6, 0.4),
+    },
+}
+
+#: The 12 MedMNIST+ 2D dataset flags covered by MedMNIST-C (the reference's order).
+DATASETS: tuple = tuple(TABLES)
+
+#: Corruption categories ("folds"), from the reference's ``CORRUPTIONS_DS_FOLDS``.
+FOLDS: dict = {
+    "digital": ("pixelate", "jpeg_compression"),
+    "noise": ("gaussian_noise", "speckle_noise", "impulse_noise", "shot_noise"),
+    "blur": ("defocus_blur", "motion_blur", "zoom_blur", "gaussian_blur"),
+    "color": ("brightness_up", "brightness_down", "contrast_up", "contrast_down", "saturate"),
+    "task-specific": (
+        "stain_deposit", "bubble", "black_corner", "characters", "gamma_corr_up", "gamma_corr_down",
+    ),
+}
+
+#: Whether the dataset's images are RGB (``DATASET_RGB`` of the reference registry).
+RGB: dict = {
+    "pathmnist": True, "bloodmnist": True, "dermamnist": True, "retinamnist": True,
+    "tissuemnist": False, "octmnist": False, "breastmnist": False, "chestmnist": False,
+    "pneumoniamnist": False, "organamnist": False, "organcmnist": False, "organsmnist": False,
+}
+
+#: MedMNIST task type of each dataset (``medmnist.INFO[flag]["task"]``, medmnist 3.0).
+TASKS: dict = {
+    "pathmnist": "multi-class", "bloodmnist": "multi-class", "dermamnist": "multi-class",
+    "retinamnist": "ordinal-regression", "tissuemnist": "multi-class", "octmnist": "multi-class",
+    "breastmnist": "binary-class", "chestmnist": "multi-label, binary-class",
+    "pneumoniamnist": "binary-class", "organamnist": "multi-class", "organcmnist": "multi-class",
+    "organsmnist": "multi-class",
+}

@@ -1,0 +1,123 @@
+"""A small MedMNIST-format sample set built from real medical images shipped in installed packages.
+
+Sources (no downloads; all files are inside the scikit-image and pydicom wheels):
+
+- RGB: scikit-image ``data/ihc.png`` (immunohistochemistry, 512 x 512), ``data/retina.jpg``
+  (fundus photograph, 1411 x 1411), pydicom ``test_files/examples_rgb_color.dcm``
+  (ultrasound, 240 x 320).
+- Gray: pydicom ``test_files/CT_small.dcm`` (CT, 128 x 128, int16) and ``MR_small.dcm``
+  (MR, 64 x 64, int16), scikit-image ``data/cell.png`` (microscopy, 660 x 550) and
+  ``data/microaneurysms.png`` (retina, 102 x 102).
+
+Each source gives deterministic square crops (the centre crop, then the four quadrant-centred
+crops of 3/4 of the short side, cycling), resized with Pillow's LANCZOS filter to the requested
+side. DICOM slices are windowed to uint8 by their own min and max. Labels are synthetic
+(``index % n_classes``) and only there to give files the MedMNIST shape.
+"""
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+import numpy as np
+from PIL import Image
+
+from . import registry
+
+__all__ = ["source_images", "sample_images", "sample_split", "N_LABELS"]
+
+#: Label columns per dataset (MedMNIST: (N, 1) except chestmnist's 14 findings).
+N_LABELS = {d: (14 if d == "chestmnist" else 1) for d in registry.DATASETS}
+
+_N_CLASSES = {"pathmnist": 9, "bloodmnist": 8, "dermamnist": 7, "retinamnist": 5,
+              "tissuemnist": 8, "octmnist": 4, "breastmnist": 2, "chestmnist": 2,
+              "pneumoniamnist": 2, "organamnist": 11, "organcmnist": 11, "organsmnist": 11}
+
+
+def _skimage_file(name: str) -> np.ndarray:
+    import skimage.data
+
+    path = os.path.join(os.path.dirname(skimage.data.__file__), name)
+    with Image.open(path) as im:
+        return np.array(im)
+
+
+def _dicom_file(name: str) -> np.ndarray:
+    import pydicom
+    import pydicom.data
+
+    path = os.path.join(os.path.dirname(pydicom.data.__file__), "test_files", name)
+    arr = pydicom.dcmread(path).pixel_array
+    if arr.dtype != np.uint8:
+        lo, hi = float(arr.min()), float(arr.max())
+        arr = np.round((arr.astype(np.float64) - lo) / max(hi - lo, 1.0) * 255).astype(np.uint8)
+    return arr
+
+
+@lru_cache(maxsize=2)
+def source_images(rgb: bool) -> tuple:
+    """The real source images: a tuple of (name, uint8 array (H, W, 3) or (H, W))."""
+    if rgb:
+        return (("ihc", _skimage_file("ihc.png")[..., :3]),
+                ("retina", _skimage_file("retina.jpg")[..., :3]),
+                ("ultrasound", _dicom_file("examples_rgb_color.dcm")))
+    return (("ct", _dicom_file("CT_small.dcm")), ("mr", _dicom_file("MR_small.dcm")),
+            ("cell", _skimage_file("cell.png")),
+            ("microaneurysms", _skimage_file("microaneurysms.png")))
+
+
+def _crop(img: np.ndarray, k: int) -> np.ndarray:
+    h, w = img.shape[:2]
+    if k == 0:
+        side = min(h, w)
+        cy, cx = h // 2, w // 2
+    else:
+        side = (3 * min(h, w)) // 4
+        cy = h // 4 + (k in (3, 4)) * (h // 2)
+        cx = w // 4 + (k in (2, 4)) * (w // 2)
+    y0 = int(np.clip(cy - side // 2, 0, h - side))
+    x0 = int(np.clip(cx - side // 2, 0, w - side))
+    return img[y0:y0 + side, x0:x0 + side]
+
+
+def sample_images(n: int, size: int = 224, rgb: bool = True) -> np.ndarray:
+    """``n`` real images at ``size`` x ``size``.
+
+    Parameters
+    ----------
+    n : int >= 0
+    size : int >= 8
+        Side in pixels (MedMNIST+ sizes are 28, 64, 128, 224; any side works).
+    rgb : bool
+        Colour sources (N, size, size, 3) or gray sources (N, size, size).
+
+    Returns
+    -------
+    ndarray, uint8, shape (n, size, size, 3) or (n, size, size)
+    """
+    if not isinstance(n, int) or n < 0:
+        raise ValueError(f"n must be an int >= 0; got {n!r}")
+    if not isinstance(size, int) or size < 8:
+        raise ValueError(f"size must be an int >= 8; got {size!r}")
+    sources = source_images(bool(rgb))
+    out = np.empty((n, size, size) + ((3,) if rgb else ()), np.uint8)
+    for i in range(n):
+        _, img = sources[i % len(sources)]
+        crop = _crop(img, (i // len(sources)) % 5)
+        out[i] = np.asarray(Image.fromarray(crop).resize((size, size), Image.LANCZOS))
+    return out
+
+
+def sample_split(dataset: str, size: int = 224, n: int = 30) -> dict:
+    """A MedMNIST-format dict for ``dataset`` (``train/val/test_images`` and ``_labels``).
+
+    All three splits hold the same ``n`` images (the sample is for demos and tests, not
+    training). Labels are uint8, shape (n, 1) or (n, 14) for chestmnist.
+    """
+    if dataset not in registry.RGB:
+        raise ValueError(f"unknown dataset {dataset!r}; valid: {', '.join(registry.DATASETS)}")
+    images = sample_images(n, size, registry.RGB[dataset])
+    labels = (np.arange(n)[:, None] + np.arange(N_LABELS[dataset])[None, :]) % _N_CLASSES[dataset]
+    labels = labels.astype(np.uint8)
+    return {f"{split}_{kind}": (images if kind == "images" else labels)
+            for split in ("train", "val", "test") for kind in ("images", "labels")}

@@ -1,0 +1,182 @@
+"""The binding public contract (design.md section 2): names, errors, randomness, batches."""
+import zlib
+
+import numpy as np
+import pytest
+
+import medmnistc_fast as mf
+from medmnistc_fast import registry, rng
+from medmnistc_fast.api import _plan, sample_values
+from medmnistc_fast.corruptions import KINDS
+
+ALL_PAIRS = [(d, c) for d in mf.DATASETS for c in mf.corruptions(d)]
+
+
+def test_datasets_and_corruption_order():
+    assert len(mf.DATASETS) == 12
+    assert len(ALL_PAIRS) == 131  # counted from the reference's CORRUPTIONS_DS
+    assert mf.corruptions("retinamnist") == (
+        "pixelate", "jpeg_compression", "gaussian_noise", "speckle_noise", "defocus_blur",
+        "motion_blur", "brightness_down", "contrast_down")
+    assert set(c for cs in mf.FOLDS.values() for c in cs) == set(KINDS)
+
+
+def test_tables_spot_values():
+    # Hand-copied from spec/medmnistc.md.
+    assert mf.severity_table("octmnist", "defocus_blur") == (
+        (0.5, 0.6), (1, 0.5), (1.5, 0.1), (2.0, 0.5), (2.5, 0.1))
+    assert mf.severity_table("chestmnist", "gaussian_blur") == (3, 5, 7, 9, 11)
+    zooms = mf.severity_table("dermamnist", "zoom_blur")
+    assert [len(z) for z in zooms] == [12, 16, 11, 13, 11]
+    assert zooms[0][-1] == float(np.arange(1, 1.11, 0.01)[-1])
+
+
+@pytest.mark.parametrize("bad", [0, 6, -1, 2.5, True, "3", None, np.float64(2.0)])
+def test_bad_severity(bad, rgb224):
+    with pytest.raises((ValueError, TypeError), match="severity must be an int in 1..5"):
+        mf.corrupt(rgb224[0], "pixelate", bad, dataset="pathmnist")
+
+
+def test_numpy_int_severity_ok(rgb224):
+    a = mf.corrupt(rgb224[0], "pixelate", np.int64(2), dataset="pathmnist")
+    b = mf.corrupt(rgb224[0], "pixelate", 2, dataset="pathmnist")
+    assert np.array_equal(a, b)
+
+
+def test_unknown_names_list_valid(rgb224):
+    with pytest.raises(ValueError, match="valid datasets: 'pathmnist'"):
+        mf.corrupt(rgb224[0], "pixelate", 1, dataset="mnist")
+    with pytest.raises(ValueError, match="valid corruptions: 'pixelate', 'jpeg_compression'"):
+        mf.corrupt(rgb224[0], "zoom_blur", 1, dataset="pathmnist")
+    with pytest.raises(TypeError, match="dataset must be a str"):
+        mf.corrupt(rgb224[0], "pixelate", 1, dataset=3)
+    with pytest.raises(ValueError, match="valid datasets"):
+        mf.corruptions("nope")
+
+
+@pytest.mark.parametrize("bad, exc, msg", [
+    (np.zeros((32, 32, 3), np.float32), TypeError, "dtype uint8"),
+    (np.zeros((32, 32, 3), np.int16), TypeError, "dtype uint8"),
+    ([[0] * 32] * 32, TypeError, "numpy.ndarray"),
+    (np.zeros((32, 32, 2), np.uint8), ValueError, "1 or 3 channels"),
+    (np.zeros((32, 32, 4), np.uint8), ValueError, "1 or 3 channels"),
+    (np.zeros((7, 32), np.uint8), ValueError, "at least 8 x 8"),
+    (np.zeros((32,), np.uint8), ValueError, "shape"),
+    (np.zeros((2, 32, 32, 3), np.uint8), ValueError, "shape"),
+])
+def test_bad_images(bad, exc, msg):
+    with pytest.raises(exc, match=msg):
+        mf.corrupt(bad, "pixelate", 1, dataset="pathmnist")
+
+
+@pytest.mark.parametrize("name, value", [("seed", -1), ("seed", 1.5), ("index", -3),
+                                         ("index", "0")])
+def test_bad_seed_index(name, value, rgb224):
+    with pytest.raises((ValueError, TypeError), match=f"{name} must be a non-negative int"):
+        mf.corrupt(rgb224[0], "motion_blur", 1, dataset="pathmnist", **{name: value})
+
+
+def test_bad_batch_args(rgb224):
+    with pytest.raises(ValueError, match="start must be a non-negative int"):
+        mf.corrupt_batch(rgb224, "pixelate", 1, dataset="pathmnist", start=-1)
+    with pytest.raises(ValueError, match="num_threads must be an int >= 1"):
+        mf.corrupt_batch(rgb224, "pixelate", 1, dataset="pathmnist", num_threads=0)
+    with pytest.raises(ValueError, match=r"\(N, H, W\)"):
+        mf.corrupt_batch(rgb224[0], "pixelate", 1, dataset="pathmnist")
+
+
+@pytest.mark.parametrize("dataset, corruption", ALL_PAIRS)
+def test_every_pair_contract(dataset, corruption, rgb224, gray224):
+    """Shape/dtype kept, input untouched (read-only, non-contiguous), seeded determinism,
+    batch == single, for all 131 (dataset, corruption) pairs on real images."""
+    imgs = rgb224 if registry.RGB[dataset] else gray224
+    view = np.asfortranarray(imgs[0])  # non-contiguous input
+    view.setflags(write=False)
+    before = view.copy()
+    out = mf.corrupt(view, corruption, 3, dataset=dataset, seed=11, index=5)
+    assert out.shape == view.shape and out.dtype == np.uint8 and out.flags.c_contiguous
+    assert np.array_equal(view, before)
+    again = mf.corrupt(before, corruption, 3, dataset=dataset, seed=11, index=5)
+    assert np.array_equal(out, again)
+    batch = mf.corrupt_batch(imgs, corruption, 3, dataset=dataset, seed=11, start=4,
+                             num_threads=2)
+    assert np.array_equal(batch[1], out)
+    assert np.array_equal(batch[0], mf.corrupt(imgs[0], corruption, 3, dataset=dataset,
+                                               seed=11, index=4))
+
+
+@pytest.mark.parametrize("corruption", ["gaussian_noise", "motion_blur", "characters", "bubble"])
+def test_random_corruptions_depend_on_key(corruption, rgb224):
+    img = rgb224[0]
+    base = mf.corrupt(img, corruption, 5, dataset="dermamnist" if corruption != "bubble"
+                      else "pathmnist", seed=1, index=0)
+    ds = "dermamnist" if corruption != "bubble" else "pathmnist"
+    assert not np.array_equal(base, mf.corrupt(img, corruption, 5, dataset=ds, seed=1, index=1))
+    assert not np.array_equal(base, mf.corrupt(img, corruption, 5, dataset=ds, seed=2, index=0))
+    assert not np.array_equal(base, mf.corrupt(img, corruption, 5, dataset=ds))  # fresh entropy
+
+
+def test_gray_shapes_2d_and_3d(gray224):
+    a = mf.corrupt(gray224[0], "speckle_noise", 2, dataset="octmnist", seed=3)
+    b = mf.corrupt(gray224[0][..., None], "speckle_noise", 2, dataset="octmnist", seed=3)
+    assert a.shape == (224, 224) and b.shape == (224, 224, 1)
+    assert np.array_equal(a, b[..., 0])
+
+
+def test_batch_independent_of_split_and_threads(rgb224):
+    imgs = np.concatenate([rgb224] * 5)
+    full = mf.corrupt_batch(imgs, "gaussian_noise", 4, dataset="dermamnist", seed=9,
+                            num_threads=1)
+    two = mf.corrupt_batch(imgs, "gaussian_noise", 4, dataset="dermamnist", seed=9,
+                           num_threads=2)
+    parts = np.concatenate([
+        mf.corrupt_batch(imgs[:3], "gaussian_noise", 4, dataset="dermamnist", seed=9),
+        mf.corrupt_batch(imgs[3:], "gaussian_noise", 4, dataset="dermamnist", seed=9, start=3)])
+    assert np.array_equal(full, two) and np.array_equal(full, parts)
+
+
+def test_empty_batch():
+    out = mf.corrupt_batch(np.zeros((0, 28, 28), np.uint8), "pixelate", 1, dataset="chestmnist")
+    assert out.shape == (0, 28, 28)
+
+
+def test_num_threads_control(monkeypatch):
+    mf.set_num_threads(3)
+    assert mf.get_num_threads() == 3
+    mf.set_num_threads(None)
+    monkeypatch.setenv("MEDMNISTC_FAST_NUM_THREADS", "2")
+    assert mf.get_num_threads() == 2
+    monkeypatch.setenv("MEDMNISTC_FAST_NUM_THREADS", "zero")
+    with pytest.raises(ValueError, match="MEDMNISTC_FAST_NUM_THREADS"):
+        mf.get_num_threads()
+    with pytest.raises(TypeError, match="num_threads"):
+        mf.set_num_threads(1.5)
+
+
+def test_keys_follow_documented_rule():
+    # The key of image k is splitmix64(base ^ splitmix64(k)), computed here independently with
+    # Python integers.
+    m = (1 << 64) - 1
+
+    def mix(x):
+        z = (x + 0x9E3779B97F4A7C15) & m
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+        return z ^ (z >> 31)
+
+    base = rng.base_key(7, "dermamnist", "gaussian_noise", 2)
+    ss = np.random.SeedSequence(7, spawn_key=(zlib.crc32(b"dermamnist"),
+                                              zlib.crc32(b"gaussian_noise"), 2))
+    assert base == int(ss.generate_state(1, np.uint64)[0])
+    keys = rng.image_keys(base, np.arange(5))
+    assert [int(k) for k in keys] == [mix(base ^ mix(k)) for k in range(5)]
+
+
+@pytest.mark.parametrize("corruption", ["motion_blur", "gaussian_noise", "pixelate", "bubble"])
+def test_public_equals_kernel_with_sampled_values(corruption, rgb224):
+    dataset = "pathmnist" if corruption in ("bubble", "pixelate", "motion_blur") else "dermamnist"
+    kind, param, base, sev = _plan(dataset, corruption, 4, 21)
+    key = rng.image_keys(base, 3)
+    values = sample_values(kind, param, sev, rgb224[1].shape, key)
+    assert np.array_equal(kind.kernel(np.ascontiguousarray(rgb224[1]), **values),
+                          mf.corrupt(rgb224[1], corruption, 4, dataset=dataset, seed=21, index=3))

@@ -1,0 +1,92 @@
+"""Noise kernels: the exact per-element law against a Monte-Carlo oracle of the reference's
+formulas (written here with NumPy's own generators), and the kernel's samples against the law."""
+import numpy as np
+import pytest
+
+import medmnistc_fast as mf
+from medmnistc_fast.corruptions._spec import to_gray
+from medmnistc_fast.corruptions.noise import apply_law, output_law
+
+N = 200_000
+
+
+def oracle(noise, v, param, rng):
+    """The reference's arithmetic on N elements of value v (reference noise.py / scikit-image)."""
+    x = np.full(N, v / 255.0)
+    if noise == "gaussian":
+        y = x + rng.normal(size=N, scale=param)
+    elif noise == "speckle":
+        y = x + x * rng.normal(size=N, scale=param)
+    elif noise == "shot":
+        y = rng.poisson(x * param) / param
+    else:  # s&p, as skimage.util.random_noise: Bernoulli(amount) flips, Bernoulli(0.5) salt
+        flipped = rng.random(N) <= param
+        salted = rng.random(N) <= 0.5
+        y = x.copy()
+        y[flipped & salted] = 1.0
+        y[flipped & ~salted] = 0.0
+    return (np.clip(y, 0, 1) * 255).astype(np.uint8)
+
+
+def tv(p, q):
+    return 0.5 * np.abs(p - q).sum()
+
+
+CASES = [("gaussian", 0.04), ("gaussian", 0.26), ("speckle", 0.05), ("speckle", 0.6),
+         ("impulse", 0.01), ("impulse", 0.17), ("shot", 5), ("shot", 60), ("shot", 300)]
+
+
+@pytest.mark.parametrize("noise, param", CASES)
+@pytest.mark.parametrize("v", [0, 1, 37, 128, 254, 255])
+def test_law_matches_reference_formula(noise, param, v):
+    rng = np.random.default_rng(v * 1000 + 7)
+    emp = np.bincount(oracle(noise, v, param, rng), minlength=256) / N
+    law = output_law(noise, param)[v]
+    assert law.sum() == pytest.approx(1.0, abs=1e-12)
+    # Sampling error of a 200k-sample histogram: TV distance well under 0.01.
+    assert tv(emp, law) < 0.01
+
+
+@pytest.mark.parametrize("noise, param", CASES)
+def test_kernel_samples_follow_law(noise, param):
+    v = 100
+    img = np.full((224, 224, 3), v, np.uint8)
+    out = apply_law(img, noise, param, key=12345)
+    emp = np.bincount(out.ravel(), minlength=256) / out.size
+    assert tv(emp, output_law(noise, param)[v]) < 0.01
+
+
+def test_gray_is_luma_of_three_draws():
+    """L -> RGB -> noise -> L: the gray output is Pillow's L of the RGB output for the same key."""
+    img = np.random.default_rng(0).integers(0, 256, (31, 45, 1), dtype=np.uint8)
+    for noise, p in CASES:
+        gray = apply_law(img, noise, p, key=99)
+        rgb = apply_law(np.repeat(img, 3, axis=2), noise, p, key=99)
+        assert np.array_equal(gray, to_gray(rgb))
+
+
+def test_gray_noise_character():
+    """Averaging three draws shrinks the spread to sqrt(w_r^2 + w_g^2 + w_b^2) ~ 0.67 of RGB's,
+    and impulse noise on gray gives mostly intermediate values (not 0 / 255)."""
+    img = np.full((224, 224), 128, np.uint8)
+    g = mf.functional.gaussian_noise(img, 0.08, seed=1).astype(float) - 128
+    c = mf.functional.gaussian_noise(np.full((224, 224, 3), 128, np.uint8), 0.08,
+                                     seed=1).astype(float) - 128
+    w = np.array([19595, 38470, 7471]) / 65536
+    assert g.std() / c.std() == pytest.approx(np.sqrt((w**2).sum()), rel=0.03)
+    imp = mf.functional.impulse_noise(img, 0.17, seed=2)
+    changed = imp[imp != 128]
+    assert np.mean((changed != 0) & (changed != 255)) > 0.8
+
+
+def test_noise_statistics_on_real_image(rgb224):
+    """Mean and spread of (out - clean) against the reference formula on a real image."""
+    img = rgb224[0]
+    rng = np.random.default_rng(5)
+    x = img / 255.0
+    ref = (np.clip(x + rng.normal(size=x.shape, scale=0.12), 0, 1) * 255).astype(np.uint8)
+    ours = mf.corrupt(img, "gaussian_noise", 3, dataset="dermamnist", seed=0)
+    d_ref = ref.astype(float) - img
+    d_ours = ours.astype(float) - img
+    assert d_ours.mean() == pytest.approx(d_ref.mean(), abs=0.3)
+    assert d_ours.std() == pytest.approx(d_ref.std(), rel=0.01)
