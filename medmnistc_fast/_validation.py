@@ -105,6 +105,9 @@ def as_nhwc(images, name: str = "images") -> np.ndarray:
     """View ``images`` ((N, H, W), (N, H, W, 1) or (N, H, W, 3) uint8) as contiguous (N, H, W, C)."""
     layout = "(N, H, W), (N, H, W, 1) or (N, H, W, 3)"
     arr = _check_array(images, name, (3, 4), layout)
+    if arr.ndim == 3 and arr.shape[2] in (1, 3) and min(arr.shape[:2]) >= MIN_SIDE:
+        raise ValueError(f"{name} of shape {arr.shape} looks like one (H, W, C) image, not a "
+                         f"batch {layout}; use corrupt() or add a batch axis (images[None])")
     nhwc = arr[..., None] if arr.ndim == 3 else arr
     _check_channels_and_sides(nhwc.shape[1:], name, layout)
     return np.ascontiguousarray(nhwc)

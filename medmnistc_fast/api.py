@@ -10,7 +10,8 @@ import numpy as np
 from . import registry, rng
 from ._validation import (as_hwc, as_nhwc, check_corruption, check_dataset, check_nonneg_int,
                           check_seed, check_severity)
-from .corruptions import KINDS
+from .corruptions import kind_of
+from .corruptions._spec import Context
 
 __all__ = ["corruptions", "severity_table", "corrupt", "corrupt_batch", "set_num_threads",
            "get_num_threads"]
@@ -100,16 +101,21 @@ def _plan(dataset, corruption, severity, seed):
     if seed is None:
         seed = rng.fresh_seed()
     param = registry.TABLES[dataset][corruption][severity - 1]
-    return KINDS[corruption], param, rng.base_key(seed, dataset, corruption, severity), severity
+    ctx = (severity, registry.REFERENCE_SIZES[dataset])
+    return kind_of(dataset, corruption), param, rng.base_key(seed, dataset, corruption,
+                                                             severity), ctx
 
 
-def sample_values(kind, param, severity, shape, key) -> dict:
-    """The kernel's explicit keyword values for one image (``kind.sample``)."""
-    return kind.sample(param, tuple(shape), int(key))
+def sample_values(kind, param, ctx, shape, key) -> dict:
+    """The kernel's explicit keyword values for one image (``kind.sample``).
+
+    ``ctx`` is the ``(severity, reference_size)`` pair from ``_plan``.
+    """
+    return kind.sample(param, Context(tuple(shape), int(key), *ctx))
 
 
-def _apply(kind, param, severity, image_hwc, key) -> np.ndarray:
-    return kind.kernel(image_hwc, **sample_values(kind, param, severity, image_hwc.shape, key))
+def _apply(kind, param, ctx, image_hwc, key) -> np.ndarray:
+    return kind.kernel(image_hwc, **sample_values(kind, param, ctx, image_hwc.shape, key))
 
 
 def corrupt(image, corruption, severity, *, dataset, seed=None, index=0) -> np.ndarray:
@@ -152,9 +158,9 @@ def corrupt(image, corruption, severity, *, dataset, seed=None, index=0) -> np.n
     """
     hwc = as_hwc(image)
     index = check_nonneg_int(index, "index")
-    kind, param, base, severity = _plan(dataset, corruption, severity, seed)
+    kind, param, base, ctx = _plan(dataset, corruption, severity, seed)
     key = rng.image_keys(base, index)
-    out = _apply(kind, param, severity, hwc, key)
+    out = _apply(kind, param, ctx, hwc, key)
     return out.reshape(image.shape)
 
 
@@ -186,14 +192,14 @@ def corrupt_batch(images, corruption, severity, *, dataset, seed=None, start=0,
     nhwc = as_nhwc(images)
     start = check_nonneg_int(start, "start")
     threads = get_num_threads() if num_threads is None else _check_threads(num_threads)
-    kind, param, base, severity = _plan(dataset, corruption, severity, seed)
+    kind, param, base, ctx = _plan(dataset, corruption, severity, seed)
     n = nhwc.shape[0]
     out = np.empty_like(nhwc)
     keys = rng.image_keys(base, np.arange(start, start + n, dtype=np.uint64))
 
     def run(lo: int, hi: int) -> None:
         for i in range(lo, hi):
-            out[i] = _apply(kind, param, severity, nhwc[i], keys[i])
+            out[i] = _apply(kind, param, ctx, nhwc[i], keys[i])
 
     threads = max(1, min(threads, n))
     if threads == 1:

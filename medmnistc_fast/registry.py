@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["DATASETS", "TABLES", "FOLDS", "RGB", "TASKS", "N_SEVERITIES", "REFERENCE_SIZE"]
+__all__ = ["DATASETS", "PATHOLOGY_SUITES", "TABLES", "FOLDS", "RGB", "TASKS", "N_SEVERITIES",
+           "REFERENCE_SIZE", "REFERENCE_SIZES"]
 
 #: Number of severity levels (the reference's benchmark uses levels 1..5).
 N_SEVERITIES = 5
@@ -205,6 +206,45 @@ TABLES: dict = {
 #: The 12 MedMNIST+ 2D dataset flags covered by MedMNIST-C (the reference's order).
 DATASETS: tuple = tuple(TABLES)
 
+# The digital-pathology suite (Zhang et al., "Benchmarking the Robustness of Deep Neural Networks
+# to Common Corruptions in Digital Pathology", MICCAI 2022, arXiv:2206.14973), its 96 px
+# (Patchcamelyon-C) and 224 px (LocalTCT-C) configurations, as given in spec/pathology.md.
+# Units: pixelate, jpeg_compression, defocus_blur, motion_blur as in MedMNIST-C (pixels at the
+# suite's reference size); brightness / saturate / hue: additive shift of HSV V / S / H (H wraps);
+# marking: (width, height) of the ink blot in pixels at the reference size; bubble: blend
+# strength r of out = x + mask * r * (bubble - x).
+_PATHOLOGY_COMMON = {
+    "pixelate": (0.6, 0.5, 0.4, 0.3, 0.25),
+    "jpeg_compression": (25, 18, 15, 10, 7),
+}
+TABLES["pathology96"] = {
+    **_PATHOLOGY_COMMON,
+    "defocus_blur": ((3, 0.05), (4, 0.3), (5, 0.3), (6, 0.3), (7, 0.3)),
+    "motion_blur": ((5, 1), (5, 2), (5, 3), (5, 4), (6, 5)),
+    "brightness": (0.05, 0.10, 0.15, 0.20, 0.25),
+    "saturate": (0.05, 0.10, 0.15, 0.20, 0.25),
+    "hue": (0.02, 0.04, 0.06, 0.08, 0.10),
+    "marking": ((10, 10), (21, 22), (31, 34), (42, 45), (54, 57)),
+    "bubble": (0.1, 0.3, 0.5, 0.7, 0.9),
+}
+TABLES["pathology224"] = {
+    **_PATHOLOGY_COMMON,
+    "defocus_blur": ((3, 0.1), (4, 0.5), (6, 0.5), (8, 0.5), (10, 0.5)),
+    "motion_blur": ((10, 3), (15, 5), (15, 8), (15, 12), (20, 15)),
+    "brightness": (0.05, 0.10, 0.15, 0.20, 0.25),
+    "saturate": (0.02, 0.04, 0.06, 0.08, 0.10),
+    "hue": (0.03, 0.06, 0.09, 0.12, 0.15),
+    "marking": ((24, 26), (49, 53), (75, 80), (101, 107), (126, 135)),
+    "bubble": (0.1, 0.3, 0.5, 0.7, 0.9),
+}
+
+#: Dataset keys of the digital-pathology suite (usable wherever a dataset name is).
+PATHOLOGY_SUITES: tuple = ("pathology96", "pathology224")
+
+#: Image side (pixels) each table's absolute pixel parameters were tuned for.
+REFERENCE_SIZES: dict = {**{d: REFERENCE_SIZE for d in DATASETS},
+                         "pathology96": 96, "pathology224": 224}
+
 #: Corruption categories ("folds"), from the reference's ``CORRUPTIONS_DS_FOLDS``.
 FOLDS: dict = {
     "digital": ("pixelate", "jpeg_compression"),
@@ -221,6 +261,7 @@ RGB: dict = {
     "pathmnist": True, "bloodmnist": True, "dermamnist": True, "retinamnist": True,
     "tissuemnist": False, "octmnist": False, "breastmnist": False, "chestmnist": False,
     "pneumoniamnist": False, "organamnist": False, "organcmnist": False, "organsmnist": False,
+    "pathology96": True, "pathology224": True,
 }
 
 #: MedMNIST task type of each dataset (``medmnist.INFO[flag]["task"]``, medmnist 3.0).

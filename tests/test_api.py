@@ -81,7 +81,7 @@ def test_bad_batch_args(rgb224):
         mf.corrupt_batch(rgb224, "pixelate", 1, dataset="pathmnist", start=-1)
     with pytest.raises(ValueError, match="num_threads must be an int >= 1"):
         mf.corrupt_batch(rgb224, "pixelate", 1, dataset="pathmnist", num_threads=0)
-    with pytest.raises(ValueError, match=r"\(N, H, W\)"):
+    with pytest.raises(ValueError, match=r"looks like one \(H, W, C\) image"):
         mf.corrupt_batch(rgb224[0], "pixelate", 1, dataset="pathmnist")
 
 
@@ -90,7 +90,7 @@ def test_every_pair_contract(dataset, corruption, rgb224, gray224):
     """Shape/dtype kept, input untouched (read-only, non-contiguous), seeded determinism,
     batch == single, for all 131 (dataset, corruption) pairs on real images."""
     imgs = rgb224 if registry.RGB[dataset] else gray224
-    view = np.asfortranarray(imgs[0])  # non-contiguous input
+    view = np.asfortranarray(imgs[1])  # non-contiguous input
     view.setflags(write=False)
     before = view.copy()
     out = mf.corrupt(view, corruption, 3, dataset=dataset, seed=11, index=5)
@@ -175,8 +175,8 @@ def test_keys_follow_documented_rule():
 @pytest.mark.parametrize("corruption", ["motion_blur", "gaussian_noise", "pixelate", "bubble"])
 def test_public_equals_kernel_with_sampled_values(corruption, rgb224):
     dataset = "pathmnist" if corruption in ("bubble", "pixelate", "motion_blur") else "dermamnist"
-    kind, param, base, sev = _plan(dataset, corruption, 4, 21)
+    kind, param, base, ctx = _plan(dataset, corruption, 4, 21)
     key = rng.image_keys(base, 3)
-    values = sample_values(kind, param, sev, rgb224[1].shape, key)
+    values = sample_values(kind, param, ctx, rgb224[1].shape, key)
     assert np.array_equal(kind.kernel(np.ascontiguousarray(rgb224[1]), **values),
                           mf.corrupt(rgb224[1], corruption, 4, dataset=dataset, seed=21, index=3))

@@ -1,6 +1,7 @@
 """Corruption kinds (sampler + kernel) and the map from registry names to kinds."""
 from __future__ import annotations
 
+from ..registry import PATHOLOGY_SUITES
 from ._spec import Kind
 from .artifacts import BLACK_CORNER, BUBBLE, CHARACTERS, STAIN_DEPOSIT
 from .blur import DEFOCUS_BLUR, GAUSSIAN_BLUR, MOTION_BLUR, ZOOM_BLUR
@@ -8,7 +9,7 @@ from .color import BRIGHTNESS, CONTRAST, GAMMA, SATURATE
 from .digital import JPEG_COMPRESSION, PIXELATE
 from .noise import GAUSSIAN_NOISE, IMPULSE_NOISE, SHOT_NOISE, SPECKLE_NOISE
 
-__all__ = ["Kind", "KINDS"]
+__all__ = ["Kind", "KINDS", "kind_of"]
 
 #: Registry corruption name -> kind. ``*_up`` / ``*_down`` share a kind (only tables differ).
 KINDS: dict = {
@@ -34,3 +35,18 @@ KINDS: dict = {
     "black_corner": BLACK_CORNER,
     "characters": CHARACTERS,
 }
+
+
+def kind_of(dataset: str, corruption: str) -> Kind:
+    """The kind implementing ``corruption`` for ``dataset`` (names already validated).
+
+    The pathology suite's ``brightness``, ``hue``, ``marking`` and ``bubble`` are their own
+    kinds (an HSV value shift, not Pillow's brightness; a blended photograph-like bubble, not
+    MedMNIST-C's bubbles); every other name is the MedMNIST-C kind of that name.
+    """
+    if dataset in PATHOLOGY_SUITES:
+        from .pathology import PATHOLOGY_KINDS
+
+        if corruption in PATHOLOGY_KINDS:
+            return PATHOLOGY_KINDS[corruption]
+    return KINDS[corruption]

@@ -3,12 +3,12 @@
 A *kind* (for example ``"brightness"``) implements one or more registry names (``brightness_up``,
 ``brightness_down``). It is split in two pure functions:
 
-``sample(param, shape, key) -> dict``
-    Turns one severity-table entry ``param`` (as stored in :mod:`medmnistc_fast.registry`), the
-    image shape ``(H, W, C)`` and the 64-bit image key (:mod:`medmnistc_fast.rng`) into fully
-    explicit keyword values for the kernel: physical parameters scaled to the image size, angles,
-    positions, or a counter-stream key for noise. Randomness comes only from ``key``
-    (``rng.generator(key)`` for scalar draws).
+``sample(param, ctx) -> dict``
+    Turns one severity-table entry ``param`` (as stored in :mod:`medmnistc_fast.registry`) and a
+    :class:`Context` (image shape, 64-bit image key from :mod:`medmnistc_fast.rng`, severity,
+    the table's reference size) into fully explicit keyword values for the kernel: physical
+    parameters scaled to the image size, angles, positions, or a counter-stream key for noise.
+    Randomness comes only from ``ctx.key`` (``rng.generator(ctx.key)`` for scalar draws).
 
 ``kernel(image, **values) -> ndarray``
     ``image`` is C-contiguous uint8 ``(H, W, C)`` with C = 1 or 3; returns a NEW C-contiguous
@@ -22,35 +22,50 @@ Kernels do no validation and own no randomness: the public functions validate on
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
 from .. import registry
 
-__all__ = ["Kind", "size_scale", "to_rgb", "to_gray"]
+__all__ = ["Kind", "Context", "to_rgb", "to_gray"]
+
+
+class Context(NamedTuple):
+    """What a sampler knows about the image besides the table entry.
+
+    shape : (H, W, C); key : int in [0, 2**64); severity : int 1..5; reference_size : int,
+    the image side (pixels) the table's absolute pixel parameters were tuned for (224 for
+    MedMNIST-C).
+    """
+
+    shape: tuple
+    key: int
+    severity: int
+    reference_size: int = registry.REFERENCE_SIZE
+
+    @property
+    def scale(self) -> float:
+        """Factor applied to the table's absolute pixel parameters: ``min(H, W) / reference_size``.
+
+        At the reference size (224 px for MedMNIST-C) it is exactly 1, so the reference's
+        parameters are used unchanged; at 28 px it is 0.125. One rule for every spatial
+        parameter (radii, sigmas, kernel sizes, ink and font sizes, margins).
+        """
+        return min(self.shape[0], self.shape[1]) / self.reference_size
 
 
 @dataclass(frozen=True)
 class Kind:
     """One corruption kind: ``sample`` and ``kernel`` as described in the module docstring.
 
-    ``random`` is False when ``sample`` ignores its key (deterministic corruptions).
+    ``random`` is False when ``sample`` ignores ``ctx.key`` (deterministic corruptions).
     """
 
     name: str
-    sample: Callable[[Any, tuple, int], dict]
+    sample: Callable[[Any, Context], dict]
     kernel: Callable[..., np.ndarray]
     random: bool
-
-
-def size_scale(shape) -> float:
-    """Factor applied to the reference's absolute pixel parameters: ``min(H, W) / 224``.
-
-    At 224 px (the size the reference's tables were tuned for) it is exactly 1, so the
-    reference's parameters are used unchanged.
-    """
-    return min(shape[0], shape[1]) / registry.REFERENCE_SIZE
 
 
 def to_rgb(image: np.ndarray) -> np.ndarray:

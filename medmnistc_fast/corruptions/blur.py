@@ -1,7 +1,7 @@
 """Blur corruptions: defocus, motion, zoom and Gaussian blur (C++ kernels in ``csrc/blur.cpp``).
 
 Spatial parameters are given at 224 px in the tables and scale with
-:func:`~medmnistc_fast.corruptions._spec.size_scale` (``min(H, W) / 224``), so at 224 px they
+:attr:`~medmnistc_fast.corruptions._spec.Context.scale` (``min(H, W) / 224``), so at 224 px they
 are the reference's values unchanged.
 
 References: reference classes ``DefocusBlur`` (and ``disk``), ``MotionBlur``, ``ZoomBlur``
@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import _native
 from ..rng import generator
-from ._spec import Kind, size_scale
+from ._spec import Kind
 
 __all__ = ["DEFOCUS_BLUR", "MOTION_BLUR", "ZOOM_BLUR", "GAUSSIAN_BLUR", "defocus_kernel",
            "motion_taps", "gaussian_kernel1d"]
@@ -68,9 +68,9 @@ def defocus_kernel(radius: float, alias_sigma: float, half: int, ksize: int) -> 
     return k
 
 
-def _sample_defocus(param, shape, key) -> dict:
+def _sample_defocus(param, ctx) -> dict:
     radius, alias = param
-    s = size_scale(shape)
+    s = ctx.scale
     half = math.ceil(_DEFOCUS_HALF * s) if radius <= _DEFOCUS_HALF else math.ceil(radius * s)
     return {"radius": radius * s, "alias_sigma": alias * s, "half": max(1, half),
             "ksize": 3 if radius <= _DEFOCUS_HALF else 5}
@@ -106,10 +106,10 @@ def motion_taps(radius: float, sigma: float, angle: float):
     return w, dx, dy
 
 
-def _sample_motion(param, shape, key) -> dict:
+def _sample_motion(param, ctx) -> dict:
     radius, sigma = param
-    s = size_scale(shape)
-    angle = float(generator(key).uniform(-45.0, 45.0))
+    s = ctx.scale
+    angle = float(generator(ctx.key).uniform(-45.0, 45.0))
     return {"radius": radius * s, "sigma": sigma * s, "angle": angle}
 
 
@@ -118,7 +118,7 @@ def _motion_kernel(image, *, radius, sigma, angle):
     return _native.motion_blur(image, w, dx, dy)
 
 
-def _sample_zoom(param, shape, key) -> dict:
+def _sample_zoom(param, ctx) -> dict:
     return {"zooms": tuple(float(z) for z in param)}
 
 
@@ -138,10 +138,10 @@ def gaussian_kernel1d(kernel_size: int, sigma: float) -> np.ndarray:
     return k
 
 
-def _sample_gaussian(param, shape, key) -> dict:
+def _sample_gaussian(param, ctx) -> dict:
     k = int(param)
     sigma = 0.3 * ((k - 1) * 0.5 - 1) + 0.8  # torchvision's default sigma for kernel size k
-    s = size_scale(shape)
+    s = ctx.scale
     # Half width scaled and rounded half up; 224 px gives k itself.
     return {"kernel_size": 2 * math.floor((k - 1) / 2 * s + 0.5) + 1, "sigma": sigma * s}
 

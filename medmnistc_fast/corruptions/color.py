@@ -93,7 +93,7 @@ def mean_luma(image: np.ndarray) -> int:
     return int(_luma_sum(image) / (h * w) + 0.5)
 
 
-def _sample_factor(param, shape, key) -> dict:
+def _sample_factor(param, ctx) -> dict:
     return {"factor": float(param)}
 
 
@@ -105,7 +105,7 @@ def _contrast_kernel(image, *, factor):
     return apply_lut(image, contrast_lut(factor, mean_luma(image)))
 
 
-def _sample_gamma(param, shape, key) -> dict:
+def _sample_gamma(param, ctx) -> dict:
     return {"gamma": float(param)}
 
 
@@ -185,7 +185,7 @@ def _saturate(image, shift):
     return out
 
 
-def _sample_shift(param, shape, key) -> dict:
+def _sample_shift(param, ctx) -> dict:
     return {"shift": float(param)}
 
 

@@ -26,7 +26,7 @@ def from_pil(pil: Image.Image, channels: int) -> np.ndarray:
     return arr.reshape(arr.shape[0], arr.shape[1], channels)
 
 
-def _sample_pixelate(param, shape, key) -> dict:
+def _sample_pixelate(param, ctx) -> dict:
     return {"factor": float(param)}
 
 
@@ -39,7 +39,7 @@ def _pixelate_kernel(image, *, factor):
     return from_pil(small.resize((w, h), Image.BOX), c)
 
 
-def _sample_quality(param, shape, key) -> dict:
+def _sample_quality(param, ctx) -> dict:
     return {"quality": int(param)}
 
 

@@ -244,8 +244,8 @@ def apply_law(image: np.ndarray, noise: str, param: float, key: int) -> np.ndarr
     return _apply_alias(image, thresh, alias, np.uint64(key))
 
 
-def _sample_key(param, shape, key) -> dict:
-    return {"param": float(param), "key": int(key)}
+def _sample_key(param, ctx) -> dict:
+    return {"param": float(param), "key": int(ctx.key)}
 
 
 def _kind(noise: str) -> Kind:

@@ -87,4 +87,5 @@ def test_deterministic_corruptions_ignore_seed(img, dc, severity):
 
 
 def test_registry_covers_every_dataset():
-    assert set(registry.TABLES) == set(registry.RGB) == set(registry.TASKS)
+    assert set(registry.DATASETS) == set(registry.TASKS)
+    assert set(registry.TABLES) == set(registry.RGB) == set(registry.REFERENCE_SIZES)
