@@ -16,7 +16,6 @@ import numpy as np
 
 from ._validation import as_hwc, check_positive, check_seed
 from .corruptions import KINDS
-from .corruptions.blur import _DEFOCUS_HALF
 from .rng import fresh_seed
 
 __all__ = ["pixelate", "jpeg_compression", "gaussian_noise", "speckle_noise", "impulse_noise",
@@ -84,9 +83,7 @@ def defocus_blur(image, radius: float, alias_sigma: float) -> np.ndarray:
     """
     r = check_positive(radius, "radius")
     a = check_positive(alias_sigma, "alias_sigma")
-    half = _DEFOCUS_HALF if r <= _DEFOCUS_HALF else math.ceil(r)
-    return _run("defocus_blur", image, radius=r, alias_sigma=a, half=half,
-                ksize=3 if r <= _DEFOCUS_HALF else 5)
+    return _run("defocus_blur", image, radius=r, alias_sigma=a)
 
 
 def motion_blur(image, radius: float, sigma: float, angle: float) -> np.ndarray:

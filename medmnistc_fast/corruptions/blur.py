@@ -21,7 +21,7 @@ from ..rng import generator
 from ._spec import Kind
 
 __all__ = ["DEFOCUS_BLUR", "MOTION_BLUR", "ZOOM_BLUR", "GAUSSIAN_BLUR", "defocus_kernel",
-           "motion_taps", "gaussian_kernel1d"]
+           "scaled_defocus_kernel", "motion_taps", "gaussian_kernel1d"]
 
 #: Half width (pixels at 224 px) of the reference's defocus kernel grid when radius <= 8.
 _DEFOCUS_HALF = 8
@@ -48,37 +48,71 @@ def _gauss3_reflect101(grid: np.ndarray, sigma: float, ksize: int) -> np.ndarray
 
 
 @lru_cache(maxsize=256)
-def defocus_kernel(radius: float, alias_sigma: float, half: int, ksize: int) -> np.ndarray:
+def defocus_kernel(radius: float, alias_sigma: float) -> np.ndarray:
     """The reference's defocus kernel ``disk(radius, alias_blur)``.
 
-    An aliased disk ``x**2 + y**2 <= radius**2`` on the integer grid ``-half..half``, divided by
-    its sum (float32), then blurred by a ``ksize`` x ``ksize`` Gaussian of standard deviation
-    ``alias_sigma`` (pixels) and NOT renormalised (it sums to about 1.013 at radius 8).
+    An aliased disk ``x**2 + y**2 <= radius**2`` on the integer grid -8..8 (radius <= 8) or
+    ``-radius..radius`` (larger radii; ``ceil`` for non-integers), divided by its sum (float32),
+    then blurred by a 3 x 3 (radius <= 8) or 5 x 5 Gaussian of standard deviation
+    ``alias_sigma`` pixels with OpenCV's reflect-101 border, and NOT renormalised (it sums to
+    about 1.013 at radius 8).
 
     Returns
     -------
     ndarray, shape (2 * half + 1, 2 * half + 1), float32, read-only
     """
+    small = radius <= _DEFOCUS_HALF
+    half = _DEFOCUS_HALF if small else math.ceil(radius)
     grid = np.arange(-half, half + 1)
     xx, yy = np.meshgrid(grid, grid)
     disk = (xx**2 + yy**2 <= radius**2).astype(np.float32)
     disk /= np.sum(disk)
-    k = np.ascontiguousarray(_gauss3_reflect101(disk, alias_sigma, ksize))
+    k = np.ascontiguousarray(_gauss3_reflect101(disk, alias_sigma, 3 if small else 5))
     k.setflags(write=False)
     return k
 
 
+def _area_resampling(n_src: int, scale: float) -> np.ndarray:
+    """(n_dst, n_src) overlap lengths between source pixels (unit cells centred on
+    -h..h) and destination cells of width 1 / scale centred on the destination grid."""
+    h = (n_src - 1) // 2
+    h_dst = max(0, math.ceil((h + 0.5) * scale - 0.5))
+    dst = np.arange(-h_dst, h_dst + 1)[:, None]
+    src = np.arange(-h, h + 1)[None, :]
+    lo = np.maximum((dst - 0.5) / scale, src - 0.5)
+    hi = np.minimum((dst + 0.5) / scale, src + 0.5)
+    return np.clip(hi - lo, 0.0, None)
+
+
+@lru_cache(maxsize=256)
+def scaled_defocus_kernel(radius: float, alias_sigma: float, scale: float) -> np.ndarray:
+    """:func:`defocus_kernel` at 224 px, resampled by area to an image ``scale`` times as large.
+
+    The kernel is treated as a piecewise-constant point-spread function and integrated over
+    the pixels of the scaled grid (``M K M^T`` with ``M`` the overlap lengths), then rescaled
+    to keep the reference kernel's sum. At ``scale == 1`` it is the reference kernel exactly, so
+    sub-pixel radii at small sizes still blur by the right amount (a thresholded disk of radius
+    0.3 px would be a single pixel).
+    """
+    k = defocus_kernel(radius, alias_sigma)
+    if scale == 1.0:
+        return k
+    m = _area_resampling(k.shape[0], scale)
+    out = m @ k.astype(np.float64) @ m.T
+    out *= float(k.sum(dtype=np.float64)) / out.sum()
+    out = np.ascontiguousarray(out, dtype=np.float32)
+    out.setflags(write=False)
+    return out
+
+
 def _sample_defocus(param, ctx) -> dict:
     radius, alias = param
-    s = ctx.scale
-    half = math.ceil(_DEFOCUS_HALF * s) if radius <= _DEFOCUS_HALF else math.ceil(radius * s)
-    return {"radius": radius * s, "alias_sigma": alias * s, "half": max(1, half),
-            "ksize": 3 if radius <= _DEFOCUS_HALF else 5}
+    return {"radius": float(radius), "alias_sigma": float(alias), "scale": ctx.scale}
 
 
-def _defocus_kernel(image, *, radius, alias_sigma, half, ksize):
-    return _native.filter2d(image, defocus_kernel(float(radius), float(alias_sigma), int(half),
-                                                  int(ksize)))
+def _defocus_kernel(image, *, radius, alias_sigma, scale=1.0):
+    return _native.filter2d(image, scaled_defocus_kernel(float(radius), float(alias_sigma),
+                                                         float(scale)))
 
 
 @lru_cache(maxsize=1024)

@@ -1,0 +1,676 @@
+"""Task-specific artefacts of MedMNIST-C: stain_deposit, bubble, black_corner, characters.
+
+Each corruption is a :class:`~medmnistc_fast.corruptions._spec.Kind`: ``sample(param, ctx) ->
+dict`` draws every random value for one image from its 64-bit key ``ctx.key``, and
+``kernel(image, **values)`` is a pure function of the pixels and those values.
+
+The reference is ``medmnistc`` 0.1.0, file ``medmnistc/corruptions/microscopy.py`` (classes
+``StainDeposit``, ``Bubble``, ``BlackCorner``, ``Characters``); its parameters are absolute pixel
+sizes tuned for 224 x 224 images. Here every spatial constant is multiplied by
+``s = ctx.scale = min(H, W) / ctx.reference_size`` (224 for MedMNIST-C) and rounded half up
+(``_scaled``), so at 224 px the
+reference's values are used unchanged and at other sizes the artefacts cover about the same
+fraction of the image. Ranges that would be empty at small sizes are clamped (the reference
+raises ``ValueError`` from ``random.randint`` there).
+
+Gray images (C = 1) give what the reference's dataset generation gives (L -> RGB -> corrupt ->
+L): stain, bubble and black_corner change all channels alike, so they act on the single channel
+directly (bit-identical); characters draws a random RGB colour, so it renders on the RGB version
+and converts back with Pillow's luma formula (:func:`~._spec.to_gray`).
+
+References
+----------
+F. Di Salvo, S. Doerrich, C. Ledig, "MedMNIST-C: Comprehensive benchmark and improved classifier
+robustness by simulating realistic image corruptions", arXiv:2406.17536, 2024.
+medmnistc 0.1.0 (Apache-2.0), ``medmnistc/corruptions/microscopy.py`` and ``base.py``.
+"""
+from __future__ import annotations
+
+import math
+import string
+import threading
+from functools import lru_cache
+from importlib import resources
+
+import numba
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+from .._config import NJIT
+from ..rng import generator
+from ._spec import Context, Kind, to_gray, to_rgb
+
+__all__ = [
+    "STAIN_DEPOSIT", "BUBBLE", "BLACK_CORNER", "CHARACTERS",
+    "stain_param", "INK_SIDES",
+    "stain_deposit_sample", "stain_deposit_kernel",
+    "bubble_sample", "bubble_kernel",
+    "black_corner_sample", "black_corner_kernel",
+    "characters_sample", "characters_kernel",
+]
+
+
+def _scaled(value: float, s: float) -> int:
+    """``value * s`` rounded half up to an int (exactly ``value`` when ``s == 1``)."""
+    return int(np.floor(value * s + 0.5))
+
+
+# ---------------------------------------------------------------------------------------------
+# black_corner
+# ---------------------------------------------------------------------------------------------
+
+@lru_cache(maxsize=32)
+def _circle_spans(height: int, width: int, radius: int):
+    """Row spans of OpenCV's filled circle of ``radius`` centred at ``(W // 2, H // 2)``.
+
+    ``cv2.circle(img, centre, R, colour, thickness=-1)`` with the default 8-connected line type
+    and no sub-pixel shift walks the circle's first octant from (R, 0), stepping x down by one
+    whenever ``x**2 + y**2 > R**2``, and fills the spans between the symmetric points. Since the
+    octant's slope never exceeds 1, every row's span ends at the last integer x with
+    ``x**2 + y**2 <= R**2``: the fill is exactly the set of pixels whose integer offset from the
+    centre satisfies ``dx**2 + dy**2 <= R**2``, i.e. row ``cy +- d`` keeps the columns
+    ``cx - isqrt(R**2 - d**2) .. cx + isqrt(R**2 - d**2)``. Checked bit-exact against
+    ``cv2.circle`` (opencv-python 5.0.0.93, as used by the reference) for every radius 0..399,
+    for 3,960 centred image shapes and multipliers, and in ``tests/test_artifacts.py`` against
+    recorded reference masks (``tests/data/black_corner_cv2.json``).
+
+    Returns
+    -------
+    lo, hi : ndarray, shape (H,), int64
+        Kept columns ``lo <= col < hi`` of each row (``lo == hi`` for an empty row).
+    """
+    cx, cy = width // 2, height // 2
+    lo = np.zeros(height, np.int64)
+    hi = np.zeros(height, np.int64)
+    for row in range(height):
+        d = abs(row - cy)
+        if d <= radius:
+            half = math.isqrt(radius * radius - d * d)
+            a, b = max(cx - half, 0), min(cx + half + 1, width)
+            if a < b:
+                lo[row], hi[row] = a, b
+    lo.setflags(write=False)
+    hi.setflags(write=False)
+    return lo, hi
+
+
+@lru_cache(maxsize=16)
+def _circle_byte_mask(height: int, width: int, channels: int, radius: int) -> np.ndarray:
+    """Read-only uint8 ``(H, W, C)`` mask: 255 inside the circle (:func:`_circle_spans`), else 0."""
+    lo, hi = _circle_spans(height, width, radius)
+    mask = np.zeros((height, width, channels), np.uint8)
+    for row in range(height):
+        mask[row, lo[row]:hi[row]] = 255
+    mask.setflags(write=False)
+    return mask
+
+
+def black_corner_sample(param, ctx: Context) -> dict:
+    """Radius of the kept disk (deterministic: ``ctx.key`` is ignored).
+
+    Parameters
+    ----------
+    param : float
+        Multiplier of the largest centred radius (the dermamnist table: 1.10, 1.05, 1.00,
+        0.90, 0.95; level 4 is darker than level 5 in the reference and here).
+    ctx : Context
+        Only ``ctx.shape`` = ``(H, W, C)`` is used.
+
+    Returns
+    -------
+    dict
+        ``{"radius": int}``, in pixels: ``int(r0 * param)`` with
+        ``r0 = min(W // 2, H // 2, W - W // 2, H - H // 2)`` (reference: ``BlackCorner.apply``).
+        No size scaling is needed: ``r0`` is already proportional to the image.
+    """
+    height, width = int(ctx.shape[0]), int(ctx.shape[1])
+    cx, cy = width // 2, height // 2
+    r0 = min(cx, cy, width - cx, height - cy)
+    return {"radius": int(r0 * float(param))}
+
+
+def black_corner_kernel(image: np.ndarray, radius: int) -> np.ndarray:
+    """Zero every pixel outside the filled circle centred at ``(W // 2, H // 2)``.
+
+    Parameters
+    ----------
+    image : ndarray, shape (H, W, C), uint8
+        C = 1 or 3, C-contiguous.
+    radius : int, >= 0
+        Circle radius in pixels; the circle is rasterised as OpenCV's filled ``cv2.circle``
+        (see :func:`_circle_spans`) and may extend past the image.
+
+    Returns
+    -------
+    ndarray, shape (H, W, C), uint8
+        New array: ``image`` inside the circle, 0 outside (all channels).
+    """
+    mask = _circle_byte_mask(image.shape[0], image.shape[1], image.shape[2], int(radius))
+    return np.bitwise_and(image, mask)
+
+
+BLACK_CORNER = Kind("black_corner", black_corner_sample, black_corner_kernel, random=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# stain_deposit
+# ---------------------------------------------------------------------------------------------
+
+#: Side in pixels of the ink masks under each key of the reference's ``assets/inks.npz``
+#: (and of ours, converted by ``tools/convert_inks.py``); 10 masks per key.
+INK_SIDES = {"1": 12, "2": 16, "3": 24, "4": 32, "5": 42}
+_INK_KEY_OF_SIDE = {side: key for key, side in INK_SIDES.items()}
+
+#: Number of ink masks per size (reference: ``inks[random.randint(0, len(inks) - 1)]``).
+N_INKS = 10
+
+#: Margin in pixels at 224 px between a mark and the image border (reference:
+#: ``random.randint(10, img_w - ink_width - 10)`` in ``StainDeposit.apply``).
+STAIN_MARGIN = 10
+
+
+def stain_param(max_marks: int, severity: int) -> tuple:
+    """Effective stain_deposit parameter of one level: ``(max_marks, ink_side_px)``.
+
+    :func:`stain_deposit_sample` calls it with ``ctx.severity``; it is public so that callers
+    (documentation, the augmentation pipeline) can see which inks a level uses.
+
+    The reference picks the ink set with the 0-based level index, not with the table entry:
+    ``self.inks[str(max(3, severity))]`` in ``StainDeposit.apply``. So levels 1-4 use the 24 px
+    inks (key ``'3'``) and level 5 the 32 px inks (key ``'4'``); keys ``'1'``, ``'2'`` and ``'5'``
+    are never used. For bloodmnist (table 1, 2, 3, 3, 3) levels 3 and 4 are therefore equal in
+    distribution and level 5 differs from them only by its larger inks.
+
+    Parameters
+    ----------
+    max_marks : int, >= 1
+        The table entry (maximum number of ink marks).
+    severity : int, 1..5
+        Public severity level.
+
+    Returns
+    -------
+    tuple of (int, int)
+        ``(max_marks, ink_side)`` with ink_side in pixels at 224 px (24 or 32).
+    """
+    key = str(max(3, int(severity) - 1))
+    return (int(max_marks), INK_SIDES[key])
+
+
+@lru_cache(maxsize=None)
+def _inks(side: int) -> np.ndarray:
+    """The 10 reference ink masks of one size: read-only bool ``(10, side, side)``."""
+    ref = resources.files("medmnistc_fast").joinpath("assets", "inks.npz")
+    with ref.open("rb") as fh, np.load(fh, allow_pickle=False) as z:
+        masks = np.ascontiguousarray(z[_INK_KEY_OF_SIDE[side]], dtype=bool)
+    masks.setflags(write=False)
+    return masks
+
+
+@lru_cache(maxsize=64)
+def _scaled_inks(ink_side: int, side: int) -> np.ndarray:
+    """Ink masks resized nearest-neighbour from ``ink_side`` to ``side`` pixels.
+
+    Output pixel ``i`` takes source pixel ``floor((i + 0.5) * ink_side / side)``; at
+    ``side == ink_side`` this is the identity.
+    """
+    masks = _inks(ink_side)
+    if side == ink_side:
+        return masks
+    idx = np.minimum(((np.arange(side) + 0.5) * ink_side / side).astype(np.int64), ink_side - 1)
+    out = np.ascontiguousarray(masks[:, idx][:, :, idx])
+    out.setflags(write=False)
+    return out
+
+
+def _stain_positions(g: np.random.Generator, size: int, extent: int, margin: int, n: int):
+    """``n`` top-left coordinates in ``[margin, size - extent - margin]`` (inclusive).
+
+    When that range is empty (small images) it becomes ``[0, max(0, size - extent)]``, so the
+    mark stays inside the image whenever it fits.
+    """
+    lo, hi = margin, size - extent - margin
+    if hi < lo:
+        lo, hi = 0, max(0, size - extent)
+    return g.integers(lo, hi, size=n, endpoint=True).astype(np.int64)
+
+
+def stain_deposit_sample(param, ctx: Context) -> dict:
+    """Draw the ink marks of one image.
+
+    Parameters
+    ----------
+    param : int or tuple of (int, int)
+        The table entry ``max_marks``; the ink set then follows the reference's rule from
+        ``ctx.severity`` (:func:`stain_param`). An explicit ``(max_marks, ink_side)`` pair
+        (ink_side in pixels at 224 px: one of 12, 16, 24, 32, 42) overrides that rule.
+    ctx : Context
+        ``ctx.shape`` = ``(H, W, C)``, ``ctx.key`` the image key (:mod:`medmnistc_fast.rng`),
+        ``ctx.scale`` = ``min(H, W) / 224`` (s below), ``ctx.severity`` (1..5).
+
+    Returns
+    -------
+    dict
+        ``ink_side`` (int, the ink set), ``side`` (int, drawn side in pixels:
+        ``max(1, round(ink_side * s))``), ``ink`` (int64 ``(n,)``, mask index 0..9),
+        ``x``, ``y`` (int64 ``(n,)``, top-left column and row in pixels).
+        n = ``randint(1, max_marks)`` (or ``max_marks`` when it is <= 1); each mark is a uniform
+        choice of the 10 masks at ``x = randint(m, W - side - m)``, ``y = randint(m, H - side -
+        m)`` with ``m = round(10 * s)`` (reference: ``StainDeposit.apply``).
+
+    Raises
+    ------
+    ValueError
+        If an explicit ink_side is not one of the stored sizes.
+    """
+    if isinstance(param, (tuple, list)):
+        max_marks, ink_side = int(param[0]), int(param[1])
+    else:
+        max_marks, ink_side = stain_param(param, ctx.severity)
+    if ink_side not in _INK_KEY_OF_SIDE:
+        raise ValueError(f"ink_side must be one of {sorted(_INK_KEY_OF_SIDE)}, got {ink_side}")
+    height, width = int(ctx.shape[0]), int(ctx.shape[1])
+    g = generator(ctx.key)
+    n = int(g.integers(1, max_marks, endpoint=True)) if max_marks > 1 else max(0, max_marks)
+    s = ctx.scale
+    side = max(1, _scaled(ink_side, s))
+    margin = _scaled(STAIN_MARGIN, s)
+    ink = g.integers(0, N_INKS, size=n).astype(np.int64)
+    x = _stain_positions(g, width, side, margin, n)
+    y = _stain_positions(g, height, side, margin, n)
+    return {"ink_side": ink_side, "side": side, "ink": ink, "x": x, "y": y}
+
+
+def stain_deposit_kernel(image: np.ndarray, ink_side: int, side: int, ink, x, y) -> np.ndarray:
+    """Set to 0, in every channel, the pixels under each ink mark.
+
+    Parameters
+    ----------
+    image : ndarray, shape (H, W, C), uint8
+        C = 1 or 3, C-contiguous.
+    ink_side : int
+        Ink set (side in pixels of the stored masks: 12, 16, 24, 32 or 42).
+    side : int, >= 1
+        Side in pixels at which the masks are drawn (nearest-neighbour resize).
+    ink, x, y : array_like of int, shape (n,)
+        Mask index (0..9) and top-left column/row in pixels of each mark; a mark reaching past
+        the image is cropped.
+
+    Returns
+    -------
+    ndarray, shape (H, W, C), uint8
+        New array (reference: ``x[...] *= (1 - ink)`` per channel in ``StainDeposit.apply``).
+    """
+    out = np.array(image, copy=True, order="C")
+    _zero_under_inks(out, _scaled_inks(int(ink_side), int(side)),
+                     np.ascontiguousarray(ink, np.int64), np.ascontiguousarray(x, np.int64),
+                     np.ascontiguousarray(y, np.int64))
+    return out
+
+
+@numba.njit(**NJIT)
+def _zero_under_inks(out, masks, ink, xs, ys):  # pragma: no cover - compiled
+    height, width, channels = out.shape
+    side = masks.shape[1]
+    for k in range(ink.shape[0]):
+        for i in range(side):
+            row = ys[k] + i
+            if row < 0 or row >= height:
+                continue
+            for j in range(side):
+                col = xs[k] + j
+                if col < 0 or col >= width or not masks[ink[k], i, j]:
+                    continue
+                for ch in range(channels):
+                    out[row, col, ch] = 0
+
+
+STAIN_DEPOSIT = Kind("stain_deposit", stain_deposit_sample, stain_deposit_kernel, random=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# bubble
+# ---------------------------------------------------------------------------------------------
+
+#: Bubble constants of the reference (``Bubble.apply``): at least 7 bubbles, radius at least
+#: 3 px, a rim of 2 px drawn with alpha 130 under the body drawn with alpha 100, white (255).
+BUBBLE_MIN_COUNT = 7
+BUBBLE_MIN_RADIUS = 3
+BUBBLE_BORDER = 2
+BUBBLE_RIM_ALPHA = 130
+BUBBLE_BODY_ALPHA = 100
+
+
+@lru_cache(maxsize=None)
+def _pillow_disk_halfwidths(radius: int) -> np.ndarray:
+    """Half-widths, by row offset 0..radius, of Pillow's filled ``ellipse((x-R, y-R, x+R, y+R))``.
+
+    Drawn once per radius with Pillow's own ``ImageDraw.ellipse`` (the reference's
+    rasteriser). Pillow's disks with integer boxes are symmetric about both axes and convex along
+    every row, so one half-width per row offset describes them; -1 marks an empty row (radius 0
+    draws nothing in Pillow).
+    """
+    c = radius + 2
+    im = Image.new("L", (2 * c + 1, 2 * c + 1), 0)
+    ImageDraw.Draw(im).ellipse((c - radius, c - radius, c + radius, c + radius), fill=255)
+    rows = np.asarray(im)[c:c + radius + 1] > 0
+    count = rows.sum(axis=1)
+    return np.where(count > 0, (count - 1) // 2, -1).astype(np.int64)
+
+
+@lru_cache(maxsize=8)
+def _disk_table(max_radius: int) -> np.ndarray:
+    """``T[R, d]`` = half-width of row offset ``d`` of Pillow's disk of radius ``R`` (-1: none)."""
+    table = np.full((max_radius + 1, max_radius + 1), -1, np.int64)
+    for r in range(max_radius + 1):
+        table[r, : r + 1] = _pillow_disk_halfwidths(r)
+    table.setflags(write=False)
+    return table
+
+
+@numba.njit(**NJIT)
+def _stamp_disk(alpha, width, channels, cx, cy, radius, table, value):  # pragma: no cover
+    """Write ``value`` into the flat ``(H * W * C)`` alpha layer over one Pillow disk."""
+    height = alpha.shape[0] // (width * channels)
+    for d in range(-radius, radius + 1):
+        row = cy + d
+        if row < 0 or row >= height:
+            continue
+        hw = table[radius, abs(d)]
+        if hw < 0:
+            continue
+        x0 = max(cx - hw, 0)
+        x1 = min(cx + hw, width - 1)
+        base = row * width * channels
+        for i in range(base + x0 * channels, base + (x1 + 1) * channels):
+            alpha[i] = value
+
+
+@numba.njit(**NJIT)
+def _bubble_numba(image, xs, ys, inner, outer, table, rim_alpha, body_alpha):  # pragma: no cover
+    height, width, channels = image.shape
+    n = height * width * channels
+    alpha = np.zeros(n, np.uint8)
+    for i in range(xs.shape[0]):
+        _stamp_disk(alpha, width, channels, xs[i], ys[i], outer[i], table, rim_alpha)
+        _stamp_disk(alpha, width, channels, xs[i], ys[i], inner[i], table, body_alpha)
+    src = image.reshape(n)
+    out = np.empty(n, np.uint8)
+    for i in range(n):
+        # Pillow's paste with mask: DIV255(v * (255 - a) + 255 * a), rounded; a = 0 keeps v.
+        a = np.uint32(alpha[i])
+        t = np.uint32(src[i]) * (np.uint32(255) - a) + np.uint32(255) * a + np.uint32(128)
+        out[i] = np.uint8(((t >> np.uint32(8)) + t) >> np.uint32(8))
+    return out.reshape(height, width, channels)
+
+
+def bubble_sample(param, ctx: Context) -> dict:
+    """Draw the bubbles of one image.
+
+    Parameters
+    ----------
+    param : tuple of (int, int)
+        ``(max_radius, max_bubbles)``: maximum radius in pixels at 224 px, maximum count.
+    ctx : Context
+        ``ctx.shape`` = ``(H, W, C)``, ``ctx.key`` the image key (:mod:`medmnistc_fast.rng`),
+        ``ctx.scale`` = ``min(H, W) / 224`` (s below).
+
+    Returns
+    -------
+    dict
+        ``x``, ``y`` (int64 ``(n,)``: centre column and row, pixels), ``inner`` (int64 ``(n,)``:
+        body radius, pixels), ``outer`` (int64 ``(n,)``: rim radius, pixels).
+        n = ``randint(7, max_bubbles)``; r = ``randint(3, max_radius)`` at 224 px;
+        ``inner = round(r * s)``, ``outer = max(1, round((r + 2) * s))``; ``x = randint(inner,
+        W - inner)``, ``y = randint(inner, H - inner)`` (reference: ``Bubble.apply``, whose
+        ``height, width = img.size`` swaps the axes: here x runs over the width and y over the
+        height; when the range is empty the centre is the image centre).
+    """
+    max_radius, max_bubbles = int(param[0]), int(param[1])
+    height, width = int(ctx.shape[0]), int(ctx.shape[1])
+    g = generator(ctx.key)
+    n = int(g.integers(min(BUBBLE_MIN_COUNT, max_bubbles), max_bubbles, endpoint=True))
+    r = g.integers(BUBBLE_MIN_RADIUS, max(BUBBLE_MIN_RADIUS, max_radius), size=n, endpoint=True)
+    s = ctx.scale
+    inner = np.floor(r * s + 0.5).astype(np.int64)
+    outer = np.maximum(1, np.floor((r + BUBBLE_BORDER) * s + 0.5)).astype(np.int64)
+
+    def centre(size):
+        lo, hi = inner, size - inner
+        empty = hi < lo
+        lo = np.where(empty, size // 2, lo)
+        hi = np.where(empty, size // 2, hi)
+        return g.integers(lo, hi, endpoint=True).astype(np.int64)
+
+    x = centre(width)
+    y = centre(height)
+    return {"x": x, "y": y, "inner": inner, "outer": outer}
+
+
+def bubble_kernel(image: np.ndarray, x, y, inner, outer) -> np.ndarray:
+    """Composite white translucent bubbles onto the image.
+
+    On a transparent alpha layer, each bubble in turn draws a disk of radius ``outer`` with
+    alpha 130, then a disk of radius ``inner`` with alpha 100 (overwriting, as Pillow's
+    ``ImageDraw.ellipse`` on the RGBA layer does; disks rasterised exactly as Pillow's). The
+    layer is pasted as Pillow's ``Image.paste(layer, (0, 0), layer)``:
+    ``out = (v * (255 - a) + 255 * a + 128 + ((v * (255 - a) + 255 * a + 128) >> 8)) >> 8``.
+
+    Parameters
+    ----------
+    image : ndarray, shape (H, W, C), uint8
+        C = 1 or 3, C-contiguous.
+    x, y : array_like of int, shape (n,)
+        Centre column and row of each bubble, pixels (may lie outside the image).
+    inner, outer : array_like of int, shape (n,)
+        Body and rim radius of each bubble, pixels (>= 0; radius 0 draws nothing).
+
+    Returns
+    -------
+    ndarray, shape (H, W, C), uint8
+        New array (bit-exact with the reference's Pillow drawing and paste for the same
+        bubbles).
+    """
+    xs = np.ascontiguousarray(x, dtype=np.int64)
+    ys = np.ascontiguousarray(y, dtype=np.int64)
+    inner = np.ascontiguousarray(inner, dtype=np.int64)
+    outer = np.ascontiguousarray(outer, dtype=np.int64)
+    max_r = int(max(inner.max(initial=0), outer.max(initial=0)))
+    table = _disk_table(max(max_r, 1))
+    return _bubble_numba(np.ascontiguousarray(image), xs, ys, inner, outer, table,
+                         BUBBLE_RIM_ALPHA, BUBBLE_BODY_ALPHA)
+
+
+BUBBLE = Kind("bubble", bubble_sample, bubble_kernel, random=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# characters
+# ---------------------------------------------------------------------------------------------
+
+#: Reference constants (``Characters.apply``): at least 3 letters per word, font scale drawn as
+#: ``randint(14, int(max_scale * 100)) / 100``, x in ``[10, W - 8 * n_letters]``, y in
+#: ``[10, H - 10]`` (pixels at 224 px).
+CHAR_MIN_LETTERS = 3
+CHAR_MIN_SCALE_PCT = 14
+CHAR_MARGIN = 10
+CHAR_ADVANCE = 8
+
+#: OpenCV 5.0's ``putText`` draws HERSHEY_DUPLEX text at an integer pixel height
+#: ``h = round(27 * font_scale)`` (``cv2.getTextSize`` height and the rendered glyphs change
+#: exactly at font scales ``(h - 0.5) / 27``; measured with opencv-python 5.0.0.93).
+CV2_HEIGHT_PER_SCALE = 27
+
+#: Pillow font size (``ImageFont.load_default(size=...)``, the Aileron Regular font Pillow
+#: ships) whose lowercase text best matches, per letter, the number of changed pixels and the
+#: summed antialiasing coverage of cv2's HERSHEY_DUPLEX text of pixel height ``h`` (thickness 1,
+#: LINE_AA), over 300 random lowercase words; measured with opencv-python 5.0.0.93 against
+#: Pillow 13.0.0 / FreeType 2.14.3 (fitted sizes 0.1 px apart). Heights above 12 (font scales
+#: above 0.46 at 224 px, outside MedMNIST-C's tables) use ``1.3 * h``.
+#: At the reference's levels (h = 4 for font scales 0.14-0.16, h = 5 for 0.17-0.18):
+#: h = 4: cv2 7.11 px and 2.97 px of coverage per letter, Pillow 4.7: 7.49 and 2.92;
+#: h = 5: cv2 9.99 and 4.92, Pillow 6.3: 11.56 and 5.16.
+PIL_SIZE_FOR_HEIGHT = {1: 1.0, 2: 2.6, 3: 3.6, 4: 4.7, 5: 6.3, 6: 8.0, 7: 8.9, 8: 10.0,
+                       9: 11.7, 10: 12.6, 11: 13.9, 12: 15.9}
+
+#: Pillow's ``anchor="ls"`` puts the baseline one row above the row cv2 uses as ``org.y``.
+_BASELINE_SHIFT = 1
+
+_LETTERS = string.ascii_lowercase
+
+
+def _pillow_font_size(font_scale: float, s: float) -> float:
+    """Pillow font size (pixels) for a cv2 font scale at size factor ``s``."""
+    h = max(1, int(np.floor(CV2_HEIGHT_PER_SCALE * font_scale * s + 0.5)))
+    return PIL_SIZE_FOR_HEIGHT.get(h, 1.3 * h)
+
+
+_FONTS = threading.local()
+
+
+def _font(size: float):
+    """``ImageFont.load_default(size)``, cached per thread (a FreeType face is not shared
+    between threads: corrupt_batch runs kernels in a thread pool)."""
+    fonts = getattr(_FONTS, "by_size", None)
+    if fonts is None:
+        fonts = _FONTS.by_size = {}
+    font = fonts.get(size)
+    if font is None:
+        font = fonts[size] = ImageFont.load_default(size=size)
+    return font
+
+
+def _word_coverage(text: str, size: float):
+    """Pillow's antialiased coverage (0..255) of ``text`` on a small canvas.
+
+    Returns ``(coverage, left, top)``: uint8 ``(h, w)`` and the canvas position of the baseline's
+    left end (the ``anchor="ls"`` point). The canvas leaves 1 em of room per letter plus 2 em
+    around, more than any lowercase word of this font needs, so nothing is clipped; drawing on
+    it then blending (:func:`_blend_coverage`) is bit-identical to ``ImageDraw.text`` on the
+    whole image (checked in ``tests/test_artifacts.py``) and avoids converting the image.
+    """
+    em = int(math.ceil(size))
+    left, top = em + 2, 2 * em + 2
+    canvas = Image.new("L", ((len(text) + 2) * em + 4, 3 * em + 4), 0)
+    ImageDraw.Draw(canvas).text((left, top), text, fill=255, font=_font(size), anchor="ls")
+    return np.asarray(canvas), left, top
+
+
+@numba.njit(**NJIT)
+def _blend_coverage(out, coverage, x0, y0, color):  # pragma: no cover - compiled
+    """Pillow's ink fill through a mask: ``v = DIV255(v * (255 - m) + ink * m)``, in place."""
+    height, width = out.shape[0], out.shape[1]
+    for i in range(coverage.shape[0]):
+        row = y0 + i
+        if row < 0 or row >= height:
+            continue
+        for j in range(coverage.shape[1]):
+            col = x0 + j
+            m = np.uint32(coverage[i, j])
+            if col < 0 or col >= width or m == 0:
+                continue
+            for ch in range(out.shape[2]):
+                t = np.uint32(out[row, col, ch]) * (np.uint32(255) - m) + color[ch] * m \
+                    + np.uint32(128)
+                out[row, col, ch] = np.uint8(((t >> np.uint32(8)) + t) >> np.uint32(8))
+
+
+def _clamped_integers(g: np.random.Generator, lo: int, hi: np.ndarray, size: int) -> np.ndarray:
+    """``randint(lo, hi[i])`` (inclusive) for each i; an empty range gives ``lo`` clipped to
+    ``[0, size - 1]`` (small images, long words)."""
+    hi = np.asarray(hi, np.int64)
+    fixed = max(0, min(lo, size - 1))
+    empty = hi < lo
+    draws = g.integers(np.where(empty, fixed, lo), np.where(empty, fixed, hi), endpoint=True)
+    return np.asarray(draws, np.int64).reshape(hi.shape)
+
+
+def characters_sample(param, ctx: Context) -> dict:
+    """Draw the random words of one image.
+
+    Parameters
+    ----------
+    param : tuple of (int, int, float)
+        ``(max_words, max_letters, max_font_scale)`` (the dermamnist table).
+    ctx : Context
+        ``ctx.shape`` = ``(H, W, C)``, ``ctx.key`` the image key (:mod:`medmnistc_fast.rng`),
+        ``ctx.scale`` = ``min(H, W) / 224`` (s below).
+
+    Returns
+    -------
+    dict
+        ``texts`` (tuple of str), ``sizes`` (tuple of float: Pillow font size in pixels),
+        ``x``, ``y`` (int64 ``(n,)``: left end and baseline row of each word, pixels, cv2's
+        ``org`` convention), ``colors`` (uint8 ``(n, 3)``: RGB).
+        n = ``randint(1, max_words)``; per word ``randint(3, max_letters)`` uniform lowercase
+        letters, font scale ``randint(14, int(max_font_scale * 100)) / 100``, colour channels
+        ``randint(0, 255)``, ``x = randint(round(10 s), W - round(8 s * letters))``,
+        ``y = randint(round(10 s), H - round(10 s))`` (reference: ``Characters.apply``). The
+        font scale becomes a Pillow size through the cv2 pixel height
+        ``h = max(1, round(27 * scale * s))`` and :data:`PIL_SIZE_FOR_HEIGHT`.
+    """
+    max_words, max_letters, max_scale = int(param[0]), int(param[1]), float(param[2])
+    height, width = int(ctx.shape[0]), int(ctx.shape[1])
+    s = ctx.scale
+    g = generator(ctx.key)
+    n = int(g.integers(1, max(1, max_words), endpoint=True))
+    top = max(CHAR_MIN_SCALE_PCT, int(max_scale * 100))
+    margin = _scaled(CHAR_MARGIN, s)
+    n_letters = g.integers(CHAR_MIN_LETTERS, max(CHAR_MIN_LETTERS, max_letters), size=n,
+                           endpoint=True)
+    scales = g.integers(CHAR_MIN_SCALE_PCT, top, size=n, endpoint=True) / 100.0
+    letters = g.integers(0, 26, size=int(n_letters.sum()))
+    ends = np.cumsum(n_letters).tolist()
+    texts = tuple("".join(_LETTERS[j] for j in letters[e - k:e].tolist())
+                  for e, k in zip(ends, n_letters.tolist()))
+    sizes = tuple(_pillow_font_size(float(sc), s) for sc in scales.tolist())
+    xs = _clamped_integers(g, margin, width - np.floor(CHAR_ADVANCE * n_letters * s + 0.5)
+                           .astype(np.int64), width)
+    ys = _clamped_integers(g, margin, np.full(n, height - margin, np.int64), height)
+    colors = g.integers(0, 256, size=(n, 3)).astype(np.uint8)
+    return {"texts": texts, "sizes": sizes, "x": xs, "y": ys, "colors": colors}
+
+
+def characters_kernel(image: np.ndarray, texts, sizes, x, y, colors) -> np.ndarray:
+    """Draw antialiased words with Pillow's bundled font.
+
+    The reference draws with ``cv2.putText(img, text, org, FONT_HERSHEY_DUPLEX, scale, colour,
+    1, LINE_AA)``; OpenCV and its font data are not used here. Each word, in order, is rendered
+    by Pillow's ``ImageDraw.text`` in ``ImageFont.load_default(size)`` (antialiased) on a small
+    canvas and blended with Pillow's own mask arithmetic, which is bit-identical to calling
+    ``ImageDraw.text((x, y + 1), text, fill=colour, font=font, anchor="ls")`` on the whole RGB
+    image (the + 1 aligns Pillow's baseline with cv2's ``org`` row). The size is chosen to
+    match cv2's text (see :data:`PIL_SIZE_FOR_HEIGHT`); matching is in distribution, not pixel
+    for pixel.
+
+    Parameters
+    ----------
+    image : ndarray, shape (H, W, C), uint8
+        C = 1 or 3. Gray images are drawn on their RGB version and converted back with Pillow's
+        RGB -> L formula, as the reference's L -> RGB -> corrupt -> L does.
+    texts : sequence of str
+        Words.
+    sizes : sequence of float
+        Pillow font size of each word, pixels.
+    x, y : array_like of int, shape (n,)
+        Left end and baseline row (cv2 ``org``) of each word, pixels.
+    colors : array_like of int, shape (n, 3)
+        RGB colour of each word, 0..255.
+
+    Returns
+    -------
+    ndarray, shape (H, W, C), uint8
+        New array.
+    """
+    out = np.array(to_rgb(image), dtype=np.uint8, copy=True, order="C")
+    for text, size, x0, y0, col in zip(texts, sizes, np.asarray(x).tolist(),
+                                       np.asarray(y).tolist(), np.asarray(colors).tolist()):
+        coverage, left, top = _word_coverage(text, float(size))
+        _blend_coverage(out, coverage, x0 - left, y0 + _BASELINE_SHIFT - top,
+                        np.asarray(col, np.uint32))
+    if image.shape[2] == 1:
+        return np.ascontiguousarray(to_gray(out))
+    return out
+
+
+CHARACTERS = Kind("characters", characters_sample, characters_kernel, random=True)

@@ -1,0 +1,788 @@
+"""Tests of medmnistc_fast.evaluate: balanced accuracy, the MedMNIST-C report (BE/rBE) and the pathology
+metrics (CE, mCE, rCE, CEC).
+
+Expected values are worked out by hand in the comments; they do not come from the code under test.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+from fractions import Fraction
+from itertools import combinations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from medmnistc_fast import evaluate as ev
+from medmnistc_fast._baselines import (
+    ALEXNET_BASELINES,
+    DATASET_CORRUPTIONS,
+    DATASET_N_CLASSES,
+    DATASET_TASKS,
+    TASKS,
+)
+
+BINARY, MULTI, ORDINAL = "binary-class", "multi-class", "ordinal-regression"
+MULTILABEL = "multi-label, binary-class"
+
+
+def onehot(pred, k):
+    return np.eye(k)[np.asarray(pred)]
+
+
+def frozen_copy(a):
+    """A read-only copy, so that any write by the code under test raises."""
+    b = np.array(a, copy=True)
+    b.setflags(write=False)
+    return b
+
+
+# Naive oracle (scikit-learn's definition written with loops), for property tests only.
+def naive_balanced_accuracy(y, pred):
+    recalls = []
+    for c in sorted(set(int(v) for v in y)):
+        idx = [i for i in range(len(y)) if y[i] == c]
+        recalls.append(sum(1 for i in idx if pred[i] == c) / len(idx))
+    return sum(recalls) / len(recalls)
+
+
+# --------------------------------------------------------------------------------------------------------
+# balanced_accuracy: hand-computed cases
+# --------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("task", [MULTI, ORDINAL])
+def test_multiclass_hand_case(task):
+    # y    = 0 0 | 1 1 | 2 2 2
+    # pred = 0 0 | 1 0 | 2 2 1
+    # recall_0 = 2/2 = 1, recall_1 = 1/2, recall_2 = 2/3 -> BA = (6/6 + 3/6 + 4/6) / 3 = 13/18
+    y = np.array([0, 0, 1, 1, 2, 2, 2])
+    scores = onehot([0, 0, 1, 0, 2, 2, 1], 3)
+    assert ev.balanced_accuracy(y, scores, task) == pytest.approx(13 / 18, abs=1e-15)
+    assert ev.balanced_error(y, scores, task) == pytest.approx(5 / 18, abs=1e-15)
+    # threshold is ignored for argmax tasks
+    assert ev.balanced_accuracy(y, scores, task, threshold=0.9) == ev.balanced_accuracy(y, scores, task)
+
+
+def test_multiclass_argmax_of_soft_scores():
+    # argmax rows: [0.5,0.3,0.2] -> 0, [0.1,0.2,0.7] -> 2, [0.2,0.5,0.3] -> 1, [0.6,0.3,0.1] -> 0
+    # y = 0 2 1 1: recall_0 = 1/1, recall_1 = 1/2, recall_2 = 1/1 -> BA = 5/6
+    s = np.array([[0.5, 0.3, 0.2], [0.1, 0.2, 0.7], [0.2, 0.5, 0.3], [0.6, 0.3, 0.1]])
+    assert ev.balanced_accuracy([0, 2, 1, 1], s, MULTI) == pytest.approx(5 / 6, abs=1e-15)
+
+
+def test_multiclass_predicted_class_absent_from_truth_is_ignored():
+    # y = 0 0 1 1, pred = 0 2 1 1 with K = 3: class 2 is not in y_true and does not enter the mean.
+    # recall_0 = 1/2, recall_1 = 2/2 -> BA = 3/4
+    assert ev.balanced_accuracy([0, 0, 1, 1], onehot([0, 2, 1, 1], 3), MULTI) == pytest.approx(0.75, abs=1e-15)
+
+
+def test_binary_hand_case_and_score_layouts():
+    # y = 0 0 0 1 1 ; positive score p = .1 .6 .4 .7 .5 ; threshold .5 (strict >): pred = 0 1 0 1 0
+    # TNR = 2/3, TPR = 1/2 -> BA = (2/3 + 1/2) / 2 = 7/12
+    y = np.array([0, 0, 0, 1, 1])
+    p = np.array([0.1, 0.6, 0.4, 0.7, 0.5])
+    expected = 7 / 12
+    assert ev.balanced_accuracy(y, p, BINARY) == pytest.approx(expected, abs=1e-15)  # 1-D scores
+    assert ev.balanced_accuracy(y, p[:, None], BINARY) == pytest.approx(expected, abs=1e-15)  # (N, 1)
+    two = np.stack([1 - p, p], axis=1)  # (N, 2): last column is the positive class
+    assert ev.balanced_accuracy(y, two, BINARY) == pytest.approx(expected, abs=1e-15)
+    assert ev.balanced_accuracy(y[:, None], two, BINARY) == pytest.approx(expected, abs=1e-15)  # (N, 1) labels
+    # threshold .45: pred = 0 1 0 1 1 -> TNR = 2/3, TPR = 1 -> BA = 5/6
+    assert ev.balanced_accuracy(y, two, BINARY, threshold=0.45) == pytest.approx(5 / 6, abs=1e-15)
+    assert ev.balanced_error(y, two, BINARY, threshold=0.45) == pytest.approx(1 / 6, abs=1e-15)
+
+
+def test_binary_single_class_present():
+    # only positives: BA = TPR = 2/3 (the absent negative class is ignored)
+    assert ev.balanced_accuracy([1, 1, 1], [0.9, 0.1, 0.8], BINARY) == pytest.approx(2 / 3, abs=1e-15)
+
+
+def test_multilabel_per_label_thresholds():
+    # label 0: y = 1 0 1 0, s = .6 .4 .2 .7
+    # label 1: y = 0 0 1 1, s = .3 .1 .25 .9
+    y = np.array([[1, 0], [0, 0], [1, 1], [0, 1]])
+    s = np.array([[0.6, 0.3], [0.4, 0.1], [0.2, 0.25], [0.7, 0.9]])
+    # default 0.5 for both: label 0 pred = 1 0 0 1 -> TPR 1/2, TNR 1/2 -> 1/2
+    #                       label 1 pred = 0 0 0 1 -> TPR 1/2, TNR 2/2 -> 3/4 ; mean = 5/8
+    assert ev.balanced_accuracy(y, s, MULTILABEL) == pytest.approx(5 / 8, abs=1e-15)
+    assert ev.balanced_accuracy(y, s, MULTILABEL, threshold=[0.5, 0.5]) == pytest.approx(5 / 8, abs=1e-15)
+    # thresholds (.5, .28): label 1 pred = 1 0 0 1 -> TPR 1/2, TNR 1/2 -> 1/2 ; mean = (1/2 + 1/2) / 2 = 1/2
+    assert ev.balanced_accuracy(y, s, MULTILABEL, threshold=[0.5, 0.28]) == pytest.approx(0.5, abs=1e-15)
+    assert ev.balanced_accuracy(y, s, MULTILABEL, threshold=np.array([0.5, 0.28])) == pytest.approx(0.5)
+    # thresholds (.1, .95): label 0 pred = 1 1 1 1 -> TPR 1, TNR 0 -> 1/2
+    #                       label 1 pred = 0 0 0 0 -> TPR 0, TNR 1 -> 1/2 ; mean = 1/2
+    assert ev.balanced_error(y, s, MULTILABEL, threshold=(0.1, 0.95)) == pytest.approx(0.5, abs=1e-15)
+
+
+def test_multilabel_label_with_one_class_only():
+    # label 0 all negative: y = 0 0 0, pred (>.5) = 0 1 0 -> TNR = 2/3 (TPR absent)
+    # label 1: y = 1 0 1, pred = 1 0 0 -> TPR 1/2, TNR 1 -> 3/4 ; mean = (2/3 + 3/4) / 2 = 17/24
+    y = np.array([[0, 1], [0, 0], [0, 1]])
+    s = np.array([[0.1, 0.9], [0.8, 0.2], [0.3, 0.4]])
+    assert ev.balanced_accuracy(y, s, MULTILABEL) == pytest.approx(17 / 24, abs=1e-15)
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_perfect_model_has_balanced_accuracy_one(task):
+    if task == MULTILABEL:
+        y = np.array([[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0]])
+        s = np.where(y == 1, 0.9, 0.1)
+    elif task == BINARY:
+        y = np.array([0, 1, 1, 0, 1])
+        s = np.where(y == 1, 0.8, 0.3)
+    else:
+        y = np.array([2, 0, 1, 3, 3, 0])
+        s = onehot(y, 4) * 0.7 + 0.05
+    assert ev.balanced_accuracy(y, s, task) == 1.0
+    assert ev.balanced_error(y, s, task) == 0.0
+
+
+def test_label_layouts_and_dtypes_agree():
+    y = np.array([0, 0, 1, 1, 2, 2, 2])
+    s = onehot([0, 0, 1, 0, 2, 2, 1], 3)
+    ref = ev.balanced_accuracy(y, s, MULTI)
+    assert ev.balanced_accuracy(y[:, None], s, MULTI) == ref
+    assert ev.balanced_accuracy(y.astype(np.uint8)[:, None], s, MULTI) == ref  # MedMNIST label dtype
+    assert ev.balanced_accuracy(y.astype(np.float32), s, MULTI) == ref  # integral floats accepted
+    assert ev.balanced_accuracy(y.tolist(), s.tolist(), MULTI) == ref
+    assert ev.balanced_accuracy(y, s.astype(np.float32), MULTI) == ref
+    # multi-label with a single label column: 1-D labels and scores mean L = 1
+    yb = np.array([0, 1, 1, 0])
+    sb = np.array([0.2, 0.7, 0.4, 0.6])
+    # pred = 0 1 0 1 -> TPR 1/2, TNR 1/2 -> 1/2
+    assert ev.balanced_accuracy(yb, sb, MULTILABEL) == pytest.approx(0.5)
+    assert ev.balanced_accuracy(yb[:, None], sb[:, None], MULTILABEL) == pytest.approx(0.5)
+    assert ev.balanced_accuracy(yb.astype(bool), sb, BINARY) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_balanced_accuracy_does_not_modify_inputs(task):
+    rng = np.random.default_rng(1)
+    if task == MULTILABEL:
+        y = rng.integers(0, 2, (20, 3))
+        s = rng.random((20, 3))
+        thr = np.array([0.3, 0.5, 0.7])
+    else:
+        y = rng.integers(0, 2 if task == BINARY else 4, (20, 1))
+        s = rng.random((20, 2 if task == BINARY else 4))
+        thr = 0.4
+    y0, s0, t0 = y.copy(), s.copy(), np.copy(thr)
+    yr, sr = frozen_copy(y), frozen_copy(s)
+    tr = frozen_copy(thr) if isinstance(thr, np.ndarray) else thr
+    a = ev.balanced_accuracy(yr, sr, task, tr)  # read-only inputs work
+    b = ev.balanced_accuracy(y, s, task, thr)
+    assert a == b
+    np.testing.assert_array_equal(y, y0)
+    np.testing.assert_array_equal(s, s0)
+    np.testing.assert_array_equal(thr, t0)
+
+
+def test_non_contiguous_inputs():
+    y = np.array([0, 0, 1, 1, 2, 2, 2])
+    s = onehot([0, 0, 1, 0, 2, 2, 1], 3)
+    s_f = np.asfortranarray(s)
+    s_strided = np.repeat(s, 2, axis=0)[::2]
+    assert ev.balanced_accuracy(y, s_f, MULTI) == pytest.approx(13 / 18)
+    assert ev.balanced_accuracy(y, s_strided, MULTI) == pytest.approx(13 / 18)
+
+
+# --------------------------------------------------------------------------------------------------------
+# balanced_accuracy: bad input
+# --------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(task="multiclass"), ValueError, "task"),
+        (dict(task="MULTI-CLASS"), ValueError, "task"),
+        (dict(task=3), TypeError, "task"),
+        (dict(y_true=np.zeros((4, 1, 1), int)), ValueError, "y_true"),
+        (dict(y_true=np.zeros((0,), int), y_score=np.zeros((0, 3))), ValueError, "y_true"),
+        (dict(y_true=np.array([0, 1, 2])), ValueError, "y_score"),  # 3 labels, 4 score rows
+        (dict(y_true=np.array([0, 1, 3, 1])), ValueError, "y_true"),  # label 3 with K = 3
+        (dict(y_true=np.array([0, -1, 2, 1])), ValueError, "y_true"),
+        (dict(y_true=np.array([0.0, 1.5, 2.0, 1.0])), ValueError, "y_true"),
+        (dict(y_true=np.array(["a", "b", "c", "d"])), TypeError, "y_true"),
+        (dict(y_true=np.zeros((4, 2), int)), ValueError, "y_true"),  # two label columns, not multi-label
+        (dict(y_score=np.zeros(4)), ValueError, "y_score"),  # multi-class needs (N, K)
+        (dict(y_score=np.full((4, 3), np.nan)), ValueError, "y_score"),
+        (dict(y_score=np.array([["a"] * 3] * 4)), TypeError, "y_score"),
+        (dict(y_score=np.zeros((4, 3, 1))), ValueError, "y_score"),
+    ],
+)
+def test_balanced_accuracy_bad_input_multiclass(kwargs, exc, match):
+    args = dict(y_true=np.array([0, 1, 2, 1]), y_score=np.eye(3)[[0, 1, 2, 1]], task=MULTI)
+    args.update(kwargs)
+    with pytest.raises(exc, match=match):
+        ev.balanced_accuracy(**args)
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(y_score=np.zeros((4, 3))), ValueError, "y_score"),  # binary accepts 1 or 2 columns
+        (dict(y_true=np.array([0, 1, 2, 1])), ValueError, "y_true"),  # binary labels must be 0/1
+        (dict(threshold=[0.5]), TypeError, "threshold"),
+        (dict(threshold=True), TypeError, "threshold"),
+        (dict(threshold="0.5"), TypeError, "threshold"),
+        (dict(threshold=float("nan")), ValueError, "threshold"),
+    ],
+)
+def test_balanced_accuracy_bad_input_binary(kwargs, exc, match):
+    args = dict(y_true=np.array([0, 1, 1, 0]), y_score=np.array([0.1, 0.9, 0.8, 0.3]), task=BINARY)
+    args.update(kwargs)
+    with pytest.raises(exc, match=match):
+        ev.balanced_accuracy(**args)
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(threshold=[0.5, 0.5, 0.5]), ValueError, "threshold"),  # 2 labels
+        (dict(threshold=[0.5, float("nan")]), ValueError, "threshold"),
+        (dict(threshold=[[0.5, 0.5]]), TypeError, "threshold"),
+        (dict(threshold="ab"), TypeError, "threshold"),
+        (dict(y_score=np.zeros((3, 3))), ValueError, "y_score"),  # 3 score columns for 2 labels
+        (dict(y_true=np.array([[0, 2], [1, 0], [1, 1]])), ValueError, "y_true"),  # not 0/1
+    ],
+)
+def test_balanced_accuracy_bad_input_multilabel(kwargs, exc, match):
+    args = dict(y_true=np.array([[0, 1], [1, 0], [1, 1]]), y_score=np.full((3, 2), 0.6), task=MULTILABEL)
+    args.update(kwargs)
+    with pytest.raises(exc, match=match):
+        ev.balanced_accuracy(**args)
+
+
+# --------------------------------------------------------------------------------------------------------
+# balanced_accuracy: properties
+# --------------------------------------------------------------------------------------------------------
+
+_labels = st.integers(1, 40).flatmap(
+    lambda n: st.tuples(st.integers(1, 6), st.integers(0, 2**32 - 1)).map(lambda t: (n,) + t)
+)
+
+
+@settings(deadline=None, max_examples=150)
+@given(_labels, st.sampled_from([MULTI, ORDINAL, BINARY, MULTILABEL]), st.randoms(use_true_random=False))
+def test_property_perfect_is_one_and_permutation_invariant(params, task, rnd):
+    n, k, seed = params
+    rng = np.random.default_rng(seed)
+    if task == MULTILABEL:
+        y = rng.integers(0, 2, (n, k))
+        perfect = np.where(y == 1, 0.75, 0.25)
+        noisy = rng.random((n, k))
+        thr = rng.random(k)
+    elif task == BINARY:
+        y = rng.integers(0, 2, n)
+        perfect = np.where(y == 1, 0.75, 0.25)
+        noisy = rng.random((n, 2))
+        thr = 0.5
+    else:
+        k = k + 1
+        y = rng.integers(0, k, n)
+        perfect = onehot(y, k) + 0.1
+        noisy = rng.random((n, k))
+        thr = 0.5
+    assert ev.balanced_accuracy(y, perfect, task) == 1.0  # default threshold 0.5 separates .25 / .75
+    perm = list(range(n))
+    rnd.shuffle(perm)
+    perm = np.array(perm)
+    a = ev.balanced_accuracy(y, noisy, task, thr)
+    b = ev.balanced_accuracy(y[perm], noisy[perm], task, thr)
+    assert a == pytest.approx(b, abs=1e-12)
+    assert 0.0 <= a <= 1.0
+
+
+@settings(deadline=None, max_examples=150)
+@given(st.integers(1, 30), st.integers(2, 6), st.integers(0, 2**32 - 1))
+def test_property_matches_naive_definition(n, k, seed):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, n)
+    s = rng.random((n, k))
+    expected = naive_balanced_accuracy(y.tolist(), np.argmax(s, axis=1).tolist())
+    assert ev.balanced_accuracy(y, s, MULTI) == pytest.approx(expected, abs=1e-12)
+    # multi-label: mean over labels of the binary definition
+    yl = rng.integers(0, 2, (n, k))
+    sl = rng.random((n, k))
+    thr = rng.random(k)
+    per_label = [naive_balanced_accuracy(yl[:, j].tolist(), (sl[:, j] > thr[j]).astype(int).tolist())
+                 for j in range(k)]
+    assert ev.balanced_accuracy(yl, sl, MULTILABEL, thr) == pytest.approx(sum(per_label) / k, abs=1e-12)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Baseline data
+# --------------------------------------------------------------------------------------------------------
+
+
+def test_baseline_table_shape_and_spot_values():
+    assert len(ALEXNET_BASELINES) == 12
+    assert set(ALEXNET_BASELINES) == set(DATASET_TASKS) == set(DATASET_N_CLASSES) == set(DATASET_CORRUPTIONS)
+    # values as printed in medmnistc 0.1.0 utils/baselines.py
+    assert ALEXNET_BASELINES["breastmnist"]["clean_error"] == 0.14536340852130336
+    assert ALEXNET_BASELINES["octmnist"]["errors"]["motion_blur"] == 0.4892
+    assert ALEXNET_BASELINES["pathmnist"]["errors"]["bubble"] == 0.10818301335634566
+    assert ALEXNET_BASELINES["tissuemnist"]["errors"]["impulse_noise"] == 0.7970869222746931
+    assert DATASET_CORRUPTIONS["octmnist"] == (
+        "pixelate", "jpeg_compression", "speckle_noise", "defocus_blur", "motion_blur", "contrast_down")
+    assert len(DATASET_CORRUPTIONS["dermamnist"]) == 15
+    assert DATASET_TASKS["chestmnist"] == MULTILABEL
+    assert DATASET_TASKS["retinamnist"] == ORDINAL
+    assert {DATASET_TASKS[d] for d in ("breastmnist", "pneumoniamnist")} == {BINARY}
+    # every BE and rBE denominator of the shipped table is non-zero (the zero-denominator rule never fires)
+    for entry in ALEXNET_BASELINES.values():
+        for err in entry["errors"].values():
+            assert 0.0 < err < 1.0
+            assert err != entry["clean_error"]
+    with pytest.raises(TypeError):
+        ALEXNET_BASELINES["pathmnist"]["errors"]["pixelate"] = 0.0  # read-only
+
+
+# --------------------------------------------------------------------------------------------------------
+# evaluate_robustness
+# --------------------------------------------------------------------------------------------------------
+
+# breastmnist (binary), N = 4, y = 0 0 1 1. With one-hot-like scores:
+#   all correct               -> BA 1,   error 0
+#   one negative flipped      -> TNR 1/2, TPR 1  -> BA 3/4, error 1/4
+#   one of each class flipped -> TNR 1/2, TPR 1/2 -> BA 1/2, error 1/2
+Y4 = np.array([0, 0, 1, 1])
+P_OK = np.array([0.1, 0.2, 0.9, 0.8])  # positive-class scores, threshold .5
+P_NEG = np.array([0.9, 0.2, 0.9, 0.8])  # first negative predicted positive
+P_BOTH = np.array([0.9, 0.2, 0.1, 0.8])  # one negative and one positive wrong
+# AlexNet breastmnist numbers (medmnistc 0.1.0 utils/baselines.py), written out independently:
+ALEX_BREAST_CLEAN = 0.14536340852130336
+ALEX_BREAST_PIXELATE = 0.46127819548872184
+ALEX_BREAST_MOTION = 0.25902255639097743
+
+
+def two_col(p):
+    return np.stack([1 - p, p], axis=1)
+
+
+def breast_scores():
+    # pixelate severities 1..5: errors 0, 1/4, 1/4, 1/2, 1/2 -> E_pixelate = 1.5 / 5 = 0.3
+    pix = np.concatenate([P_OK, P_NEG, P_NEG, P_BOTH, P_BOTH])
+    # motion_blur: error 1/4 at every severity -> E_motion = 0.25
+    mot = np.concatenate([P_NEG] * 5)
+    return {"motion_blur": two_col(mot), "pixelate": two_col(pix)}  # deliberately not in reference order
+
+
+def test_report_perfect_clean_model():
+    rep = ev.evaluate_robustness("breastmnist", Y4[:, None], two_col(P_OK), breast_scores())
+    assert rep.dataset == "breastmnist" and rep.task == BINARY and rep.baseline == "alexnet"
+    assert rep.n_samples == 4 and rep.threshold == 0.5
+    assert rep.corruptions == ("pixelate", "motion_blur")  # reference order, not dict order
+    assert rep.clean_error == 0.0 and rep.clean_balanced_accuracy == 1.0
+    assert rep.errors["pixelate"] == pytest.approx((0, 0.25, 0.25, 0.5, 0.5), abs=1e-15)
+    assert rep.balanced_accuracies["pixelate"] == pytest.approx((1, 0.75, 0.75, 0.5, 0.5), abs=1e-15)
+    assert rep.errors["motion_blur"] == pytest.approx((0.25,) * 5, abs=1e-15)
+    assert rep.mean_errors["pixelate"] == pytest.approx(0.3, abs=1e-15)
+    assert rep.mean_errors["motion_blur"] == pytest.approx(0.25, abs=1e-15)
+    # BE_c = E_c / E_c(AlexNet)
+    be_pix = 0.3 / 0.46127819548872184  # = 0.650366...
+    be_mot = 0.25 / 0.25902255639097743  # = 0.965166...
+    assert rep.be["pixelate"] == pytest.approx(be_pix, rel=1e-12)
+    assert rep.be["motion_blur"] == pytest.approx(be_mot, rel=1e-12)
+    assert rep.be["pixelate"] == pytest.approx(0.650366748166, abs=1e-12)
+    # rBE_c = (E_c - 0) / (E_c(AlexNet) - E_clean(AlexNet)); well-defined although E_clean = 0
+    rbe_pix = 0.3 / (0.46127819548872184 - 0.14536340852130336)  # 0.3 / 0.31591478696741848
+    rbe_mot = 0.25 / (0.25902255639097743 - 0.14536340852130336)  # 0.25 / 0.11365914786967407
+    assert rep.rbe["pixelate"] == pytest.approx(rbe_pix, rel=1e-12)
+    assert rep.rbe["motion_blur"] == pytest.approx(rbe_mot, rel=1e-12)
+    assert rep.rbe["pixelate"] == pytest.approx(0.949623165411, abs=1e-12)
+    assert rep.mean_be == pytest.approx((be_pix + be_mot) / 2, rel=1e-12)
+    assert rep.mean_rbe == pytest.approx((rbe_pix + rbe_mot) / 2, rel=1e-12)
+    assert rep.mean_error == pytest.approx(0.275, abs=1e-15)
+    assert rep.baseline_clean_error == ALEX_BREAST_CLEAN
+    assert dict(rep.baseline_errors) == {"pixelate": ALEX_BREAST_PIXELATE, "motion_blur": ALEX_BREAST_MOTION}
+
+
+def test_report_nonzero_clean_error_and_1d_inputs():
+    # clean: first negative flipped -> E_clean = 1/4; 1-D labels and 1-D positive scores
+    cs = {k: v[:, 1] for k, v in breast_scores().items()}
+    rep = ev.evaluate_robustness("breastmnist", Y4, P_NEG, cs)
+    assert rep.clean_error == pytest.approx(0.25, abs=1e-15)
+    # rBE_pixelate = (0.3 - 0.25) / (0.46127819548872184 - 0.14536340852130336) = 0.05 / 0.3159147869674185
+    assert rep.rbe["pixelate"] == pytest.approx(0.05 / 0.3159147869674185, rel=1e-9)
+    # rBE_motion = (0.25 - 0.25) / (...) = 0
+    assert rep.rbe["motion_blur"] == pytest.approx(0.0, abs=1e-15)
+    assert rep.be["pixelate"] == pytest.approx(0.3 / ALEX_BREAST_PIXELATE, rel=1e-12)
+
+
+def test_report_threshold_applies_to_clean_and_corrupted():
+    # threshold .85: P_OK's positives .9 .8 -> second positive missed -> error 1/4 on clean
+    rep = ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), breast_scores(), threshold=0.85)
+    assert rep.clean_error == pytest.approx(0.25, abs=1e-15)
+    assert rep.threshold == 0.85
+    # pixelate severity 1 uses P_OK too -> same error
+    assert rep.errors["pixelate"][0] == pytest.approx(0.25, abs=1e-15)
+
+
+def test_report_multilabel_default_threshold_works():
+    # chestmnist: 14 labels; the reference crashes with the default threshold (indexes a float)
+    rng = np.random.default_rng(3)
+    n, L = 10, 14
+    y = rng.integers(0, 2, (n, L))
+    y[0], y[1] = 0, 1  # every label has both classes
+    perfect = np.where(y == 1, 0.9, 0.1)
+    inverted = np.where(y == 1, 0.1, 0.9)  # every label wrong -> BA 0, error 1
+    cs = {"gaussian_blur": np.concatenate([perfect, perfect, inverted, inverted, inverted])}
+    rep = ev.evaluate_robustness("chestmnist", y, perfect, cs)
+    assert rep.task == MULTILABEL
+    assert rep.threshold == (0.5,) * 14
+    assert rep.clean_error == 0.0
+    # errors 0 0 1 1 1 -> E_c = 3/5
+    assert rep.errors["gaussian_blur"] == (0.0, 0.0, 1.0, 1.0, 1.0)
+    assert rep.mean_errors["gaussian_blur"] == pytest.approx(0.6, abs=1e-15)
+    # AlexNet chestmnist: clean 0.2839064387513035, gaussian_blur 0.3176801263607164
+    assert rep.be["gaussian_blur"] == pytest.approx(0.6 / 0.3176801263607164, rel=1e-12)
+    assert rep.rbe["gaussian_blur"] == pytest.approx(0.6 / (0.3176801263607164 - 0.2839064387513035), rel=1e-12)
+    # per-label thresholds are accepted as well
+    rep2 = ev.evaluate_robustness("chestmnist", y, perfect, cs, threshold=[0.5] * 14)
+    assert rep2 == rep
+
+
+def test_report_multiclass_one_dimensional_labels():
+    # pathmnist, 9 classes, N = 9 (one sample per class): severity s gets s - 1 samples wrong
+    # -> recall pattern: s - 1 classes with recall 0 -> BA = (9 - (s - 1)) / 9, error (s - 1) / 9
+    # E_c = (0 + 1 + 2 + 3 + 4) / 9 / 5 = 10 / 45 = 2 / 9
+    y = np.arange(9)
+    clean = onehot(y, 9)
+    sev = []
+    for s in range(5):
+        pred = y.copy()
+        pred[:s] = (pred[:s] + 1) % 9
+        sev.append(onehot(pred, 9))
+    rep = ev.evaluate_robustness("pathmnist", y, clean, {"bubble": np.concatenate(sev)})
+    assert rep.errors["bubble"] == pytest.approx(tuple(s / 9 for s in range(5)), abs=1e-15)
+    assert rep.mean_errors["bubble"] == pytest.approx(2 / 9, abs=1e-15)
+    # AlexNet pathmnist bubble 0.10818301335634566, clean 0.08839299601334816
+    assert rep.be["bubble"] == pytest.approx((2 / 9) / 0.10818301335634566, rel=1e-12)
+    assert rep.rbe["bubble"] == pytest.approx((2 / 9) / (0.10818301335634566 - 0.08839299601334816), rel=1e-12)
+    assert rep.threshold is None
+
+
+def test_report_all_corruptions_of_a_dataset():
+    rng = np.random.default_rng(5)
+    n, k = 30, 5
+    y = rng.integers(0, k, n)
+    clean = rng.random((n, k))
+    cs = {c: rng.random((5 * n, k)) for c in DATASET_CORRUPTIONS["retinamnist"]}
+    rep = ev.evaluate_robustness("retinamnist", y, clean, cs)
+    assert rep.corruptions == DATASET_CORRUPTIONS["retinamnist"]
+    # each per-severity error equals balanced_error on the slice
+    for c in rep.corruptions:
+        for s in range(5):
+            assert rep.errors[c][s] == ev.balanced_error(y, cs[c][s * n:(s + 1) * n], ORDINAL)
+    assert rep.mean_be == pytest.approx(np.mean([rep.be[c] for c in rep.corruptions]), rel=1e-14)
+
+
+def test_report_custom_baseline_and_zero_denominator_rule():
+    # custom baseline: E_clean(B) = .1, E_pixelate(B) = .4, E_motion(B) = .2
+    base = {"clean_error": 0.1, "errors": {"pixelate": 0.4, "motion_blur": 0.2}}
+    rep = ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), breast_scores(), baseline=base)
+    assert rep.baseline == "custom"
+    # BE_pix = .3 / .4 = .75 ; rBE_pix = .3 / (.4 - .1) = 1 ; BE_mot = .25 / .2 = 1.25 ; rBE_mot = .25 / .1 = 2.5
+    assert rep.be["pixelate"] == pytest.approx(0.75)
+    assert rep.rbe["pixelate"] == pytest.approx(1.0)
+    assert rep.be["motion_blur"] == pytest.approx(1.25)
+    assert rep.rbe["motion_blur"] == pytest.approx(2.5)
+    assert rep.mean_be == pytest.approx(1.0) and rep.mean_rbe == pytest.approx(1.75)
+    # zero denominators raise ValueError naming the baseline, never NaN
+    with pytest.raises(ValueError, match="baseline.*rBE"):
+        ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), breast_scores(),
+                               baseline={"clean_error": 0.2, "errors": {"pixelate": 0.4, "motion_blur": 0.2}})
+    with pytest.raises(ValueError, match="baseline.*BE"):
+        ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), breast_scores(),
+                               baseline={"clean_error": 0.2, "errors": {"pixelate": 0.4, "motion_blur": 0.0}})
+    # a custom baseline allows datasets outside MedMNIST-C, given a task
+    rep2 = ev.evaluate_robustness("my_set", Y4, two_col(P_OK), breast_scores(), task=BINARY, baseline=base)
+    assert rep2.be == rep.be
+    with pytest.raises(ValueError, match="task"):
+        ev.evaluate_robustness("my_set", Y4, two_col(P_OK), breast_scores(), baseline=base)
+
+
+def test_report_does_not_modify_inputs():
+    cs = breast_scores()
+    frozen = {k: frozen_copy(v) for k, v in cs.items()}
+    y, clean = frozen_copy(Y4), frozen_copy(two_col(P_OK))
+    rep = ev.evaluate_robustness("breastmnist", y, clean, frozen)
+    for k in cs:
+        np.testing.assert_array_equal(frozen[k], cs[k])
+    assert rep.mean_errors["pixelate"] == pytest.approx(0.3)
+
+
+def test_report_is_immutable_and_serialises(tmp_path):
+    rep = ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), breast_scores())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rep.clean_error = 1.0
+    with pytest.raises(TypeError):
+        rep.errors["pixelate"] = (0.0,) * 5
+    d = rep.to_dict()
+    text = json.dumps(d, allow_nan=False)  # JSON-ready: plain types, no NaN
+    assert json.loads(text) == d
+    assert d["summary"]["be"] == rep.mean_be and d["summary"]["rbe"] == rep.mean_rbe
+    assert list(d["corruptions"]) == ["pixelate", "motion_blur"]
+    assert d["corruptions"]["pixelate"]["errors"] == list(rep.errors["pixelate"])
+    assert d["severities"] == [1, 2, 3, 4, 5]
+    # atomic JSON write: content equals to_dict, overwrites, no temporary file left behind
+    out = tmp_path / "report.json"
+    out.write_text("old")
+    assert rep.to_json(out) == out
+    assert json.loads(out.read_text()) == d
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+    with pytest.raises(OSError):
+        rep.to_json(tmp_path / "missing_dir" / "r.json")
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+
+
+def test_report_tables():
+    rep = ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), breast_scores())
+    rows = list(csv.reader(io.StringIO(rep.to_csv())))
+    assert rows[0] == ["corruption", "severity", "error", "balanced_accuracy"]
+    assert rows[1] == ["clean", "0", "0.0", "1.0"]
+    assert len(rows) == 1 + 1 + 2 * 5
+    assert rows[2][:2] == ["pixelate", "1"] and rows[7][:2] == ["motion_blur", "1"]
+    assert [float(r[2]) for r in rows[2:7]] == [0.0, 0.25, 0.25, 0.5, 0.5]
+    assert [float(r[3]) for r in rows[2:7]] == [1.0, 0.75, 0.75, 0.5, 0.5]
+    md = rep.to_markdown()
+    assert "| corruption | s1 | s2 | s3 | s4 | s5 | mean | BE | rBE |" in md
+    assert "| pixelate | 0.0000 | 0.2500 | 0.2500 | 0.5000 | 0.5000 | 0.3000 | 0.6504 | 0.9496 |" in md
+    assert "| pixelate | 1.0000 | 0.7500 | 0.7500 | 0.5000 | 0.5000 | 0.7000 |" in md
+    assert "| clean error | 0.0000 |" in md
+    # every row of a table has as many cells as its header: 9 (errors table), 7 (balanced accuracy)
+    pipes = [line.count("|") for line in md.splitlines() if line.startswith("| corruption") or
+             line.startswith("|---") or line.startswith("| pixelate") or line.startswith("| motion_blur")]
+    assert pipes == [3] + [10] * 4 + [8] * 4  # summary separator, errors table, balanced accuracy table
+
+
+@pytest.mark.parametrize(
+    "change, exc, match",
+    [
+        (dict(dataset="mnist"), ValueError, "dataset"),
+        (dict(dataset=None), TypeError, "dataset"),
+        (dict(task="regression"), ValueError, "task"),
+        (dict(baseline="resnet"), ValueError, "baseline"),
+        (dict(baseline=3), TypeError, "baseline"),
+        (dict(baseline={"clean_error": 0.1}), ValueError, "baseline"),
+        (dict(baseline={"clean_error": 1.5, "errors": {"pixelate": 0.2}}), ValueError, "clean_error"),
+        (dict(corrupted_scores={}), ValueError, "corrupted_scores"),
+        (dict(corrupted_scores=[np.zeros((20, 2))]), TypeError, "corrupted_scores"),
+        (dict(corrupted_scores={"bubble": np.zeros((20, 2))}), ValueError, "bubble"),
+        (dict(corrupted_scores={"pixelate": np.zeros((16, 2))}), ValueError, r"corrupted_scores\['pixelate'\]"),
+        (dict(corrupted_scores={"pixelate": np.zeros((20, 1))}), ValueError, r"corrupted_scores\['pixelate'\]"),
+        (dict(corrupted_scores={"pixelate": np.full((20, 2), np.nan)}), ValueError, r"corrupted_scores"),
+        (dict(clean_scores=np.zeros((4, 3))), ValueError, "clean_scores"),
+        (dict(clean_scores=np.zeros((5, 2))), ValueError, "clean_scores"),
+        (dict(y_true=np.array([0, 1, 2, 1])), ValueError, "y_true"),
+        (dict(threshold=[0.5, 0.5]), TypeError, "threshold"),
+    ],
+)
+def test_report_bad_input(change, exc, match):
+    args = dict(dataset="breastmnist", y_true=Y4, clean_scores=two_col(P_OK),
+                corrupted_scores={"pixelate": two_col(np.tile(P_OK, 5))})
+    args.update(change)
+    with pytest.raises(exc, match=match):
+        ev.evaluate_robustness(**args)
+
+
+def test_report_unknown_corruption_lists_valid_names():
+    with pytest.raises(ValueError, match="speckle_noise"):
+        ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), {"saturate": two_col(np.tile(P_OK, 5))})
+
+
+def test_report_wrong_class_count_for_dataset():
+    # pathmnist has 9 classes
+    with pytest.raises(ValueError, match="clean_scores.*9"):
+        ev.evaluate_robustness("pathmnist", [0, 1], np.eye(4)[[0, 1]], {"pixelate": np.eye(4)[[0, 1] * 5]})
+
+
+# --------------------------------------------------------------------------------------------------------
+# Pathology metrics
+# --------------------------------------------------------------------------------------------------------
+
+
+def test_top1_error_hand():
+    # argmax rows: 0, 1, 1, 0 ; y = 0 1 2 1 -> wrong at i = 2, 3 -> 2/4
+    s = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.2, 0.5, 0.3], [0.6, 0.3, 0.1]])
+    assert ev.top1_error([0, 1, 2, 1], s) == 0.5
+    assert ev.top1_error(np.array([[0], [1], [2], [1]]), s) == 0.5
+    with pytest.raises(ValueError, match="scores"):
+        ev.top1_error([0, 1, 2], s)
+    with pytest.raises(ValueError, match="y_true"):
+        ev.top1_error([0, 1, 3, 1], s)
+
+
+def test_top1_errors_by_severity_hand():
+    # N = 2, y = 0 1 ; severities: both right, one wrong, both wrong
+    y = [0, 1]
+    s = onehot([0, 1, 1, 1, 1, 0], 2)
+    np.testing.assert_allclose(ev.top1_errors_by_severity(y, s, n_severities=3), [0.0, 0.5, 1.0])
+    with pytest.raises(ValueError, match="corrupted_scores"):
+        ev.top1_errors_by_severity(y, s)  # 6 rows, 5 severities * 2 expected
+    with pytest.raises(TypeError, match="n_severities"):
+        ev.top1_errors_by_severity(y, s, n_severities=3.0)
+
+
+def test_corruption_error_and_mce_hand():
+    # CE = (.1 + .2 + .3 + .4 + .5) / 5 = .3
+    assert ev.corruption_error([0.1, 0.2, 0.3, 0.4, 0.5]) == pytest.approx(0.3, abs=1e-15)
+    table = np.array([[0.1, 0.1, 0.1, 0.1, 0.1], [0.2, 0.4, 0.6, 0.8, 1.0]])
+    # CE_a = .1, CE_b = 3/5 = .6 ; mCE = .35
+    np.testing.assert_allclose(ev.corruption_error(table), [0.1, 0.6], atol=1e-15)
+    assert ev.mean_corruption_error(table) == pytest.approx(0.35, abs=1e-15)
+    assert ev.mean_corruption_error({"a": table[0], "b": table[1].tolist()}) == pytest.approx(0.35, abs=1e-15)
+    # a mapping may mix numbers of severities: CE_a = .2, CE_b = .4 -> .3
+    assert ev.mean_corruption_error({"a": [0.2], "b": [0.3, 0.5]}) == pytest.approx(0.3, abs=1e-15)
+
+
+def test_relative_corruption_error_hand():
+    e = [0.1, 0.2, 0.3, 0.4, 0.5]
+    # difference: mean(E_s - .05) = .3 - .05 = .25 ; ratio: .3 / .05 = 6
+    assert ev.relative_corruption_error(e, 0.05) == pytest.approx(0.25, abs=1e-15)
+    assert ev.relative_corruption_error(e, 0.05, form="difference") == pytest.approx(0.25, abs=1e-15)
+    assert ev.relative_corruption_error(e, 0.05, form="ratio") == pytest.approx(6.0, rel=1e-14)
+    # perfect clean model: the difference form is CE itself; the ratio form is undefined and raises
+    assert ev.relative_corruption_error(e, 0.0) == pytest.approx(0.3, abs=1e-15)
+    with pytest.raises(ValueError, match="clean_error"):
+        ev.relative_corruption_error(e, 0.0, form="ratio")
+    # better on corrupted than clean -> negative difference: .3 - .4 = -.1
+    assert ev.relative_corruption_error(e, 0.4) == pytest.approx(-0.1, abs=1e-15)
+    # 2-D: one value per corruption
+    np.testing.assert_allclose(ev.relative_corruption_error([e, [0.2] * 5], 0.1), [0.2, 0.1], atol=1e-15)
+    np.testing.assert_allclose(ev.relative_corruption_error([e, [0.2] * 5], 0.1, form="ratio"), [3.0, 2.0])
+
+
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda: ev.corruption_error([0.1, 1.2]), ValueError, "errors"),
+        (lambda: ev.corruption_error([0.1, np.nan]), ValueError, "errors"),
+        (lambda: ev.corruption_error([]), ValueError, "errors"),
+        (lambda: ev.corruption_error(np.zeros((2, 2, 2))), ValueError, "errors"),
+        (lambda: ev.corruption_error(["a"]), TypeError, "errors"),
+        (lambda: ev.mean_corruption_error({}), ValueError, "errors"),
+        (lambda: ev.mean_corruption_error([0.1, 0.2]), ValueError, "errors"),
+        (lambda: ev.mean_corruption_error({"a": [0.1, -0.1]}), ValueError, r"errors\['a'\]"),
+        (lambda: ev.relative_corruption_error([0.1], 0.1, form="log"), ValueError, "form"),
+        (lambda: ev.relative_corruption_error([0.1], 1.5), ValueError, "clean_error"),
+        (lambda: ev.relative_corruption_error([0.1], "0.1"), TypeError, "clean_error"),
+    ],
+)
+def test_pathology_bad_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+# CEC hand vectors (columns: clean, s1..s5); 15 pairs a < b, error when p_a <= p_b
+DEC = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4]  # strictly decreasing: 0 errors -> 0
+INC = [0.4, 0.5, 0.6, 0.7, 0.8, 0.9]  # strictly increasing: 15 errors -> 1
+SWAP = [0.9, 0.8, 0.6, 0.7, 0.5, 0.4]  # s2 and s3 swapped: only pair (2, 3) -> 1/15
+EQUAL = [0.5] * 6  # all ties: 15 errors -> 1
+TIE = [0.9, 0.8, 0.8, 0.6, 0.5, 0.4]  # one tie (1, 2): counts as an error -> 1/15
+MIXED = [0.5, 0.9, 0.1, 0.9, 0.2, 0.2]
+# MIXED pairs (a, b) with p_a <= p_b: (0,1) (0,3) (1,3) (2,3) (2,4) (2,5) (4,5) -> 7/15
+
+
+@pytest.mark.parametrize(
+    "row, expected",
+    [(DEC, 0.0), (INC, 1.0), (SWAP, 1 / 15), (EQUAL, 1.0), (TIE, 1 / 15), (MIXED, 7 / 15)],
+)
+def test_cec_hand_vectors(row, expected):
+    assert ev.corruption_error_of_confidence(np.array([row])) == pytest.approx(expected, abs=1e-15)
+
+
+def test_cec_mean_per_image_and_no_mutation():
+    p = np.array([DEC, INC, SWAP, EQUAL])
+    p0 = p.copy()
+    # mean = (0 + 1 + 1/15 + 1) / 4 = (31/15) / 4 = 31/60
+    assert ev.corruption_error_of_confidence(p) == pytest.approx(31 / 60, abs=1e-15)
+    per = ev.corruption_error_of_confidence(p, per_image=True)
+    assert per.shape == (4,) and per.dtype == np.float64
+    np.testing.assert_allclose(per, [0, 1, 1 / 15, 1], atol=1e-15)
+    np.testing.assert_array_equal(p, p0)
+    assert ev.corruption_error_of_confidence(frozen_copy(p)) == pytest.approx(31 / 60, abs=1e-15)
+    assert ev.corruption_error_of_confidence(np.asfortranarray(p).astype(np.float32)) == pytest.approx(31 / 60)
+    # fewer severities: (N, 3) has 3 pairs; [.9, .5, .7]: pair (1, 2) only -> 1/3
+    assert ev.corruption_error_of_confidence([[0.9, 0.5, 0.7]]) == pytest.approx(1 / 3, abs=1e-15)
+
+
+@pytest.mark.parametrize(
+    "p, kwargs, exc",
+    [
+        (np.array(DEC), {}, ValueError),  # 1-D
+        (np.zeros((3, 1)), {}, ValueError),  # no severity column
+        (np.zeros((0, 6)), {}, ValueError),
+        (np.array([[np.nan] * 6]), {}, ValueError),
+        (np.array([["a"] * 6]), {}, TypeError),
+        (np.array([DEC]), {"per_image": 1}, TypeError),
+    ],
+)
+def test_cec_bad_input(p, kwargs, exc):
+    with pytest.raises(exc, match="p"):
+        ev.corruption_error_of_confidence(p, **kwargs)
+
+
+@settings(deadline=None, max_examples=100)
+@given(st.integers(1, 20), st.integers(2, 7), st.integers(0, 2**32 - 1))
+def test_property_cec_matches_naive(n, m, seed):
+    rng = np.random.default_rng(seed)
+    p = rng.integers(0, 4, (n, m)) / 4  # small value set -> many ties
+    pairs = m * (m - 1) // 2
+    per = [Fraction(sum(1 for a, b in combinations(range(m), 2) if row[a] <= row[b]), pairs) for row in p]
+    got = ev.corruption_error_of_confidence(p, per_image=True)
+    np.testing.assert_allclose(got, [float(v) for v in per], atol=1e-15)
+    assert ev.corruption_error_of_confidence(p) == pytest.approx(float(sum(per) / n), abs=1e-12)
+
+
+def test_top1_confidence_hand():
+    # N = 2, K = 3
+    clean = np.array([[0.7, 0.2, 0.1], [0.3, 0.3, 0.4]])
+    corrupted = np.array(
+        [
+            [0.6, 0.3, 0.1], [0.2, 0.2, 0.6],  # severity 1
+            [0.5, 0.4, 0.1], [0.1, 0.1, 0.8],  # severity 2
+            [0.1, 0.5, 0.4], [0.5, 0.25, 0.25],  # severity 3
+            [0.2, 0.2, 0.6], [0.45, 0.45, 0.1],  # severity 4
+            [0.34, 0.33, 0.33], [1.0, 0.0, 0.0],  # severity 5
+        ]
+    )
+    expected = np.array([[0.7, 0.6, 0.5, 0.5, 0.6, 0.34], [0.4, 0.6, 0.8, 0.5, 0.45, 1.0]])
+    c0, k0 = clean.copy(), corrupted.copy()
+    p = ev.top1_confidence(frozen_copy(clean), frozen_copy(corrupted))
+    np.testing.assert_array_equal(p, expected)
+    assert p.dtype == np.float64 and p.flags.c_contiguous
+    np.testing.assert_array_equal(clean, c0)
+    np.testing.assert_array_equal(corrupted, k0)
+    # image 0: .7 .6 .5 .5 .6 .34 -> pairs with p_a <= p_b: (1,4) (2,3) (2,4) (3,4) -> 4/15
+    # image 1: .4 .6 .8 .5 .45 1.0 -> non-errors (p_a > p_b): (1,3) (1,4) (2,3) (2,4) (3,4) -> 10/15
+    # CEC = (4/15 + 10/15) / 2 = 7/15
+    assert ev.corruption_error_of_confidence(p) == pytest.approx(7 / 15, abs=1e-15)
+
+
+def test_top1_confidence_bad_input():
+    clean = np.full((2, 2), 0.5)
+    with pytest.raises(ValueError, match="corrupted_probs"):
+        ev.top1_confidence(clean, np.full((8, 2), 0.5))  # 5 * 2 rows expected
+    with pytest.raises(ValueError, match="corrupted_probs"):
+        ev.top1_confidence(clean, np.full((10, 3), 1 / 3))
+    with pytest.raises(ValueError, match="clean_probs"):
+        ev.top1_confidence(np.array([[2.0, -1.0], [0.5, 0.5]]), np.full((10, 2), 0.5))  # logits
+    with pytest.raises(ValueError, match="clean_probs"):
+        ev.top1_confidence(np.array([[0.9, 0.9], [0.5, 0.5]]), np.full((10, 2), 0.5))  # rows sum to 1.8
+    with pytest.raises(ValueError, match="n_severities"):
+        ev.top1_confidence(clean, np.full((10, 2), 0.5), n_severities=0)
+
+
+def test_public_api_is_listed():
+    for name in ev.__all__:
+        assert hasattr(ev, name)
+    assert ev.N_SEVERITIES == 5
