@@ -23,6 +23,8 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Mapping
 
+from . import registry
+
 __all__ = [
     "ALEXNET_BASELINES",
     "DATASET_CORRUPTIONS",
@@ -39,41 +41,11 @@ TASKS: tuple[str, ...] = (
     "multi-label, binary-class",
 )
 
-#: MedMNIST ``INFO[flag]["task"]`` for the 12 MedMNIST-C datasets.
-DATASET_TASKS: Mapping[str, str] = MappingProxyType(
-    {
-        "pathmnist": "multi-class",
-        "chestmnist": "multi-label, binary-class",
-        "dermamnist": "multi-class",
-        "octmnist": "multi-class",
-        "pneumoniamnist": "binary-class",
-        "retinamnist": "ordinal-regression",
-        "breastmnist": "binary-class",
-        "bloodmnist": "multi-class",
-        "tissuemnist": "multi-class",
-        "organamnist": "multi-class",
-        "organcmnist": "multi-class",
-        "organsmnist": "multi-class",
-    }
-)
+#: MedMNIST ``INFO[flag]["task"]`` for the 12 MedMNIST-C datasets (from the registry).
+DATASET_TASKS: Mapping[str, str] = MappingProxyType(dict(registry.TASKS))
 
-#: Number of classes (labels, for chestmnist) of each dataset: ``len(INFO[flag]["label"])``.
-DATASET_N_CLASSES: Mapping[str, int] = MappingProxyType(
-    {
-        "pathmnist": 9,
-        "chestmnist": 14,
-        "dermamnist": 7,
-        "octmnist": 4,
-        "pneumoniamnist": 2,
-        "retinamnist": 5,
-        "breastmnist": 2,
-        "bloodmnist": 8,
-        "tissuemnist": 8,
-        "organamnist": 11,
-        "organcmnist": 11,
-        "organsmnist": 11,
-    }
-)
+#: Number of classes (labels, for chestmnist) of each dataset (from the registry).
+DATASET_N_CLASSES: Mapping[str, int] = MappingProxyType(dict(registry.N_CLASSES))
 
 
 def _entry(clean_error: float, errors: dict) -> Mapping:
@@ -278,7 +250,8 @@ ALEXNET_BASELINES: Mapping[str, Mapping] = MappingProxyType(
     }
 )
 
-#: The corruptions of each dataset, in the reference's order (the keys of its AlexNet baseline).
+#: The corruptions of each dataset, in the reference's order (equal to the keys of its AlexNet
+#: baseline; tests/test_evaluate.py checks it).
 DATASET_CORRUPTIONS: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {name: tuple(entry["errors"]) for name, entry in ALEXNET_BASELINES.items()}
+    {name: tuple(registry.TABLES[name]) for name in registry.DATASETS}
 )

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["DATASETS", "PATHOLOGY_SUITES", "TABLES", "FOLDS", "RGB", "TASKS", "N_SEVERITIES",
-           "REFERENCE_SIZE", "REFERENCE_SIZES"]
+           "REFERENCE_SIZE", "REFERENCE_SIZES", "N_CLASSES"]
 
 #: Number of severity levels (the reference's benchmark uses levels 1..5).
 N_SEVERITIES = 5
@@ -271,4 +271,12 @@ TASKS: dict = {
     "breastmnist": "binary-class", "chestmnist": "multi-label, binary-class",
     "pneumoniamnist": "binary-class", "organamnist": "multi-class", "organcmnist": "multi-class",
     "organsmnist": "multi-class",
+}
+
+#: Number of classes (for chestmnist: of binary labels) of each dataset:
+#: ``len(medmnist.INFO[flag]["label"])``, medmnist 3.0.
+N_CLASSES: dict = {
+    "pathmnist": 9, "bloodmnist": 8, "dermamnist": 7, "retinamnist": 5, "tissuemnist": 8,
+    "octmnist": 4, "breastmnist": 2, "chestmnist": 14, "pneumoniamnist": 2, "organamnist": 11,
+    "organcmnist": 11, "organsmnist": 11,
 }

@@ -29,9 +29,6 @@ __all__ = ["source_images", "sample_images", "sample_split", "N_LABELS"]
 #: Label columns per dataset (MedMNIST: (N, 1) except chestmnist's 14 findings).
 N_LABELS = {d: (14 if d == "chestmnist" else 1) for d in registry.DATASETS}
 
-_N_CLASSES = {"pathmnist": 9, "bloodmnist": 8, "dermamnist": 7, "retinamnist": 5,
-              "tissuemnist": 8, "octmnist": 4, "breastmnist": 2, "chestmnist": 2,
-              "pneumoniamnist": 2, "organamnist": 11, "organcmnist": 11, "organsmnist": 11}
 
 
 def _skimage_file(name: str) -> np.ndarray:
@@ -117,7 +114,9 @@ def sample_split(dataset: str, size: int = 224, n: int = 30) -> dict:
     if dataset not in registry.RGB:
         raise ValueError(f"unknown dataset {dataset!r}; valid: {', '.join(registry.DATASETS)}")
     images = sample_images(n, size, registry.RGB[dataset])
-    labels = (np.arange(n)[:, None] + np.arange(N_LABELS[dataset])[None, :]) % _N_CLASSES[dataset]
+    # chestmnist's 14 columns are binary findings; the others hold one class index.
+    n_values = 2 if N_LABELS[dataset] > 1 else registry.N_CLASSES[dataset]
+    labels = (np.arange(n)[:, None] + np.arange(N_LABELS[dataset])[None, :]) % n_values
     labels = labels.astype(np.uint8)
     return {f"{split}_{kind}": (images if kind == "images" else labels)
             for split in ("train", "val", "test") for kind in ("images", "labels")}

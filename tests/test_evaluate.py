@@ -333,6 +333,9 @@ def test_baseline_table_shape_and_spot_values():
     assert DATASET_CORRUPTIONS["octmnist"] == (
         "pixelate", "jpeg_compression", "speckle_noise", "defocus_blur", "motion_blur", "contrast_down")
     assert len(DATASET_CORRUPTIONS["dermamnist"]) == 15
+    # The baseline's corruptions are the registry's, in the same (reference) order.
+    for name, entry in ALEXNET_BASELINES.items():
+        assert tuple(entry["errors"]) == DATASET_CORRUPTIONS[name]
     assert DATASET_TASKS["chestmnist"] == MULTILABEL
     assert DATASET_TASKS["retinamnist"] == ORDINAL
     assert {DATASET_TASKS[d] for d in ("breastmnist", "pneumoniamnist")} == {BINARY}
