@@ -14,7 +14,8 @@ ext_modules = [
         sorted(glob("csrc/*.cpp")),
         include_dirs=["csrc"],
         cxx_std=17,
-        extra_compile_args=["-O3", "-fno-math-errno"],
+        # No FMA contraction: the bit-exact kernels must round the same on every target.
+        extra_compile_args=["-O3", "-fno-math-errno", "-ffp-contract=off"],
     ),
 ]
 

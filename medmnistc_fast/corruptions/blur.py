@@ -27,12 +27,18 @@ __all__ = ["DEFOCUS_BLUR", "MOTION_BLUR", "ZOOM_BLUR", "GAUSSIAN_BLUR", "defocus
 _DEFOCUS_HALF = 8
 
 
+def _gauss1d(sigma: float, ksize: int) -> np.ndarray:
+    """OpenCV ``getGaussianKernel(ksize, sigma)``: ``exp(-x**2 / (2 sigma**2))`` on
+    ``x = -(ksize-1)/2..(ksize-1)/2``, normalised, float64."""
+    x = np.arange(ksize) - (ksize - 1) / 2
+    taps = np.exp(-(x * x) / (2.0 * sigma * sigma))
+    return taps / taps.sum()
+
+
 def _gauss3_reflect101(grid: np.ndarray, sigma: float, ksize: int) -> np.ndarray:
     """Separable Gaussian blur of a small float32 array, OpenCV GaussianBlur semantics
     (``getGaussianKernel(ksize, sigma)`` taps, BORDER_REFLECT_101 at the array edges)."""
-    x = np.arange(ksize) - (ksize - 1) / 2
-    taps = np.exp(-(x * x) / (2.0 * sigma * sigma))
-    taps = (taps / taps.sum()).astype(np.float32)
+    taps = _gauss1d(sigma, ksize).astype(np.float32)
     pad = ksize // 2
     out = grid
     for axis in (1, 0):
@@ -48,6 +54,23 @@ def _gauss3_reflect101(grid: np.ndarray, sigma: float, ksize: int) -> np.ndarray
 
 
 @lru_cache(maxsize=256)
+def _defocus_parts(radius: float, alias_sigma: float):
+    """(kernel float32, binary disk uint8, 1-D anti-alias Gaussian float64) of ``disk()``."""
+    small = radius <= _DEFOCUS_HALF
+    half = _DEFOCUS_HALF if small else math.ceil(radius)
+    ksize = 3 if small else 5
+    grid = np.arange(-half, half + 1)
+    xx, yy = np.meshgrid(grid, grid)
+    mask = (xx**2 + yy**2 <= radius**2)
+    disk = mask.astype(np.float32)
+    disk /= np.sum(disk)
+    k = np.ascontiguousarray(_gauss3_reflect101(disk, alias_sigma, ksize))
+    parts = (k, mask.astype(np.uint8), _gauss1d(alias_sigma, ksize))
+    for a in parts:
+        a.setflags(write=False)
+    return parts
+
+
 def defocus_kernel(radius: float, alias_sigma: float) -> np.ndarray:
     """The reference's defocus kernel ``disk(radius, alias_blur)``.
 
@@ -61,15 +84,7 @@ def defocus_kernel(radius: float, alias_sigma: float) -> np.ndarray:
     -------
     ndarray, shape (2 * half + 1, 2 * half + 1), float32, read-only
     """
-    small = radius <= _DEFOCUS_HALF
-    half = _DEFOCUS_HALF if small else math.ceil(radius)
-    grid = np.arange(-half, half + 1)
-    xx, yy = np.meshgrid(grid, grid)
-    disk = (xx**2 + yy**2 <= radius**2).astype(np.float32)
-    disk /= np.sum(disk)
-    k = np.ascontiguousarray(_gauss3_reflect101(disk, alias_sigma, 3 if small else 5))
-    k.setflags(write=False)
-    return k
+    return _defocus_parts(radius, alias_sigma)[0]
 
 
 def _area_resampling(n_src: int, scale: float) -> np.ndarray:
@@ -111,8 +126,14 @@ def _sample_defocus(param, ctx) -> dict:
 
 
 def _defocus_kernel(image, *, radius, alias_sigma, scale=1.0):
-    return _native.filter2d(image, scaled_defocus_kernel(float(radius), float(alias_sigma),
-                                                         float(scale)))
+    radius, alias_sigma, scale = float(radius), float(alias_sigma), float(scale)
+    if scale == 1.0:
+        # The reference's kernel: the C++ side splits it into the Gaussian-blurred binary disk
+        # (box sums along disk rows, then the separable Gaussian) plus a sparse remainder, and
+        # falls back to the exact direct sum when that is not cheaper (within one gray level).
+        kernel, mask, gauss = _defocus_parts(radius, alias_sigma)
+        return _native.filter2d(image, kernel, mask, gauss)
+    return _native.filter2d(image, scaled_defocus_kernel(radius, alias_sigma, scale))
 
 
 @lru_cache(maxsize=1024)
@@ -129,12 +150,15 @@ def motion_taps(radius: float, sigma: float, angle: float):
     (weights float64 (n,), dx int32 (n,), dy int32 (n,))
     """
     n = 2 * math.ceil(radius) + 1
-    k = np.arange(n, dtype=np.float64)
-    w = np.exp(-(k * k) / (2.0 * sigma * sigma))
+    w = np.array([math.exp(-(i * i) / (2.0 * sigma * sigma)) for i in range(n)])
     w /= w.sum()
-    theta = math.radians(angle)
-    dx = np.ceil(k * math.cos(theta) - 0.5).astype(np.int32)
-    dy = np.ceil(k * math.sin(theta) - 0.5).astype(np.int32)
+    # ImageMagick's float order (the direction vector (n sin t, n cos t) normalised by hypot):
+    # exact half-integers such as k sin(-30 deg) must round as it rounds them.
+    t = math.pi * angle / 180.0
+    px, py = n * math.sin(t), n * math.cos(t)
+    h = math.hypot(px, py)
+    dx = np.array([math.ceil(i * py / h - 0.5) for i in range(n)], dtype=np.int32)
+    dy = np.array([math.ceil(i * px / h - 0.5) for i in range(n)], dtype=np.int32)
     for a in (w, dx, dy):
         a.setflags(write=False)
     return w, dx, dy

@@ -1,0 +1,85 @@
+// Shared helpers for the C++ kernels of medmnistc_fast._native.
+//
+// Conventions of every kernel: images are C-contiguous uint8 arrays of shape (H, W, C) with
+// H, W, C >= 1; the kernel returns a freshly allocated (H, W, C) uint8 array and releases the GIL
+// around the computation. Only shapes are checked here (std::invalid_argument, which pybind11
+// turns into ValueError); argument values are validated by the Python layer.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+// Hot loops are compiled twice, for AVX2 and for the baseline ISA, and the loader picks one at run
+// time (GCC function multi-versioning, ELF ifunc). The wheel therefore stays portable without
+// -march=native. The "avx2" target does not enable FMA, so both clones round identically.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define MMC_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define MMC_CLONES
+#endif
+
+namespace mmc {
+
+namespace py = pybind11;
+
+using ImageIn = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>;
+using ImageOut = py::array_t<std::uint8_t>;
+
+struct Shape {
+    std::ptrdiff_t h, w, c;
+    std::ptrdiff_t row() const { return w * c; }  // elements per image row
+    std::ptrdiff_t size() const { return h * w * c; }
+};
+
+// Shape of an (H, W, C) image, with H, W, C >= 1; `fn` names the kernel in the error message.
+inline Shape image_shape(const ImageIn& image, const char* fn) {
+    if (image.ndim() != 3) {
+        throw std::invalid_argument(std::string(fn) + ": image must have shape (H, W, C), got " +
+                                    std::to_string(image.ndim()) + " dimensions");
+    }
+    const Shape s{image.shape(0), image.shape(1), image.shape(2)};
+    if (s.h < 1 || s.w < 1 || s.c < 1) {
+        throw std::invalid_argument(std::string(fn) + ": image dimensions must all be >= 1");
+    }
+    return s;
+}
+
+inline ImageOut new_image(const Shape& s) { return ImageOut({s.h, s.w, s.c}); }
+
+// Index into [0, n) with the edge sample repeated (ImageMagick "edge" virtual pixels).
+inline std::ptrdiff_t clamp_index(std::ptrdiff_t i, std::ptrdiff_t n) {
+    return i < 0 ? 0 : (i >= n ? n - 1 : i);
+}
+
+// Index into [0, n) mirrored about the edge samples without repeating them: ...cb|abcd|cb...
+// This is OpenCV BORDER_REFLECT_101 and PyTorch/NumPy "reflect". Offsets farther than n - 1 keep
+// reflecting (period 2(n - 1)), as OpenCV's borderInterpolate does; n == 1 maps everything to 0.
+inline std::ptrdiff_t reflect101_index(std::ptrdiff_t i, std::ptrdiff_t n) {
+    if (n == 1) return 0;
+    const std::ptrdiff_t period = 2 * (n - 1);
+    i %= period;
+    if (i < 0) i += period;
+    return i < n ? i : period - i;
+}
+
+// Row `src` (w pixels of c channels) extended by `pad` pixels on each side with reflect-101,
+// converted to T, into out[(w + 2 * pad) * c].
+template <class T>
+void pad_row_reflect101(const std::uint8_t* src, std::ptrdiff_t w, std::ptrdiff_t c,
+                        std::ptrdiff_t pad, T* out) {
+    auto copy_pixel = [&](std::ptrdiff_t xp) {
+        const std::uint8_t* px = src + reflect101_index(xp - pad, w) * c;
+        for (std::ptrdiff_t ch = 0; ch < c; ++ch) out[xp * c + ch] = static_cast<T>(px[ch]);
+    };
+    for (std::ptrdiff_t xp = 0; xp < pad; ++xp) copy_pixel(xp);
+    T* mid = out + pad * c;
+    for (std::ptrdiff_t i = 0; i < w * c; ++i) mid[i] = static_cast<T>(src[i]);
+    for (std::ptrdiff_t xp = pad + w; xp < w + 2 * pad; ++xp) copy_pixel(xp);
+}
+
+}  // namespace mmc

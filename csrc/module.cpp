@@ -1,0 +1,9 @@
+// medmnistc_fast._native: registration only; the kernels live in one .cpp file per family.
+#include <pybind11/pybind11.h>
+
+#include "blur.hpp"
+
+PYBIND11_MODULE(_native, m) {
+    m.doc() = "C++ kernels of medmnistc_fast (private; call the public functions instead).";
+    mmc::register_blur(m);
+}
