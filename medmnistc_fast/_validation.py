@@ -42,6 +42,8 @@ def check_corruption(dataset: str, corruption) -> str:
 
 
 def _is_int(x) -> bool:
+    if type(x) is int:  # the common case, without the ABC checks below
+        return True
     return isinstance(x, (numbers.Integral, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 

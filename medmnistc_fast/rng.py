@@ -20,10 +20,11 @@ OOPSLA 2014 (SplitMix64; constants 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D
 from __future__ import annotations
 
 import zlib
+from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["base_key", "image_keys", "generator", "fresh_seed"]
+__all__ = ["base_key", "image_key", "image_keys", "generator", "fresh_seed"]
 
 _M64 = (1 << 64) - 1
 GAMMA = 0x9E3779B97F4A7C15
@@ -44,6 +45,7 @@ def fresh_seed() -> int:
     return int(np.random.SeedSequence().entropy)
 
 
+@lru_cache(maxsize=4096)
 def base_key(seed: int, dataset: str, corruption: str, severity: int) -> int:
     """The 64-bit key shared by all images of one (seed, dataset, corruption, severity).
 
@@ -61,6 +63,19 @@ def base_key(seed: int, dataset: str, corruption: str, severity: int) -> int:
     """
     spawn = (zlib.crc32(dataset.encode()), zlib.crc32(corruption.encode()), int(severity))
     return int(np.random.SeedSequence(int(seed), spawn_key=spawn).generate_state(1, np.uint64)[0])
+
+
+def _splitmix64_int(x: int) -> int:
+    """SplitMix64 finaliser of ``x + GAMMA`` on a Python int (one key, no array overhead)."""
+    z = (x + GAMMA) & _M64
+    z = ((z ^ (z >> 30)) * _MIX1) & _M64
+    z = ((z ^ (z >> 27)) * _MIX2) & _M64
+    return z ^ (z >> 31)
+
+
+def image_key(base: int, index: int) -> int:
+    """The key of one image: ``splitmix64(base ^ splitmix64(index))`` (see :func:`image_keys`)."""
+    return _splitmix64_int(base ^ _splitmix64_int(index))
 
 
 def image_keys(base: int, indices) -> np.ndarray:

@@ -170,6 +170,7 @@ def test_keys_follow_documented_rule():
     assert base == int(ss.generate_state(1, np.uint64)[0])
     keys = rng.image_keys(base, np.arange(5))
     assert [int(k) for k in keys] == [mix(base ^ mix(k)) for k in range(5)]
+    assert [rng.image_key(base, k) for k in range(5)] == [mix(base ^ mix(k)) for k in range(5)]
 
 
 @pytest.mark.parametrize("corruption", ["motion_blur", "gaussian_noise", "pixelate", "bubble"])
