@@ -10,6 +10,9 @@ venv; the tests never regenerate them.
   mean and standard deviation (over draws) of the mean absolute change from the clean image and
   of the fraction of changed pixels. Bubble is also bit-exact with Pillow's own drawing and
   paste for the same sampled bubbles, stain with the reference's arithmetic for the same marks.
+  Characters (composited from cached per-character glyph masks by a Numba kernel) are
+  bit-exact with Pillow's whole-word ``ImageDraw.text`` for the same sampled words, and the
+  compositor agrees with a naive NumPy oracle on random glyph masks.
 - every kind at many sizes, 1 and 3 channels: shape and dtype kept, input untouched,
   deterministic per key, different keys give different images.
 """
@@ -293,6 +296,184 @@ def test_characters_gray_is_luma_of_rgb():
     assert (out != gray).any()
 
 
+@pytest.mark.parametrize("shape", [(224, 224, 1), (28, 28, 1), (37, 91, 1)])
+def test_characters_gray_equals_luma_of_rgb_drawing(shape):
+    """The gray path (RGB scratch for the touched pixels only) equals drawing on the whole RGB
+    version and converting back, for sampled words and for words overlapping each other and
+    the border."""
+    gray = np.random.default_rng(16).integers(0, 256, shape, dtype=np.uint8)
+    cases = [_run("characters", "dermamnist", severity, gray, key)[1]
+             for severity in range(1, 6) for key in _keys("dermamnist", "characters", severity, 8)]
+    h, w = shape[:2]
+    cases.append({"texts": ("mmmwww", "wwwmmm", "jjjggg", "xyz"), "sizes": (8.9, 6.3, 15.9, 4.7),
+                  "x": np.array([-2, 1, 3, w - 5]), "y": np.array([h // 2, h // 2 + 2, h - 1, 3]),
+                  "colors": np.array([[255, 0, 0], [0, 0, 255], [10, 200, 30], [0, 0, 0]],
+                                     np.uint8)})
+    for v in cases:
+        out = A.characters_kernel(gray, **v)
+        assert np.array_equal(out, to_gray(A.characters_kernel(to_rgb(gray), **v)))
+        assert np.array_equal(out, _pillow_text(gray, v))
+
+
+def test_characters_printable_ascii_bit_exact_with_pillow_drawing():
+    """Every printable ASCII character (the glyph cache's range), spaces and overlaps included."""
+    img = np.random.default_rng(14).integers(0, 256, (70, 120, 3), dtype=np.uint8)
+    chars = "".join(chr(c) for c in range(32, 127))
+    texts = (chars[:40], chars[40:80], chars[80:], " A  b ", "fffjjj''__||", "W@W@%%")
+    v = {"texts": texts, "sizes": (4.7, 6.3, 8.9, 15.9, 2.6, 11.7),
+         "x": np.array([-3, 2, 30, 5, 60, 40]), "y": np.array([10, 25, 45, 69, 55, 5]),
+         "colors": np.random.default_rng(15).integers(0, 256, (6, 3), dtype=np.uint8)}
+    assert np.array_equal(A.characters_kernel(img, **v), _pillow_text(img, v))
+
+
+@pytest.mark.parametrize("size", [4.7, 6.3])
+def test_characters_font_has_no_kerning(size):
+    """The glyph cache lays words out by per-character advances: Pillow's basic layout of its
+    default font must not kern any pair (it would in a font with a ``kern`` table)."""
+    font = ImageFont.load_default(size=size)
+    chars = [chr(c) for c in range(32, 127)]
+    length = {c: font.getlength(c) for c in chars}
+    assert [a + b for a in chars for b in chars
+            if font.getlength(a + b) != length[a] + length[b]] == []
+
+
+def test_characters_rejects_non_ascii_text():
+    img = np.zeros((32, 32, 3), np.uint8)
+    v = {"texts": ("caf\u00e9",), "sizes": (4.7,), "x": np.array([2]), "y": np.array([20]),
+         "colors": np.array([[255, 0, 0]], np.uint8)}
+    with pytest.raises(ValueError, match="printable ASCII"):
+        A.characters_kernel(img, **v)
+
+
+def test_characters_sample_covers_every_value():
+    """The sampler's ``floor(u * count)`` draws hit every value of every range about equally."""
+    words, letters, scale = registry.TABLES["dermamnist"]["characters"][4]
+    n_words, n_letters, sizes, xs, ys, chars, rgb = [], [], [], [], [], [], []
+    for key in _keys("dermamnist", "characters", 5, 3000, seed=3):
+        v = A.characters_sample((words, letters, scale), Context((224, 224, 3), int(key), 5))
+        n_words.append(len(v["texts"]))
+        n_letters += [len(t) for t in v["texts"]]
+        sizes += v["sizes"]
+        xs += v["x"].tolist()
+        ys += v["y"].tolist()
+        chars += "".join(v["texts"])
+        rgb += v["colors"].ravel().tolist()
+
+    def flat(values, lo, hi):
+        counts = np.bincount(np.asarray(values) - lo, minlength=hi - lo + 1)
+        assert counts.size == hi - lo + 1 and counts.min() > 0
+        expected = len(values) / counts.size
+        # chi-square with counts.size - 1 degrees of freedom, far in the tail
+        chi2 = float(((counts - expected) ** 2 / expected).sum())
+        assert chi2 < counts.size + 6 * np.sqrt(2 * counts.size), (lo, hi, chi2)
+
+    flat(n_words, 1, words)
+    flat(n_letters, 3, letters)
+    flat(ys, 10, 214)
+    flat([ord(c) for c in chars], ord("a"), ord("z"))
+    flat(rgb, 0, 255)
+    flat([x for x, k in zip(xs, n_letters) if k == 3], 10, 224 - 8 * 3)
+    # font scales 0.14..0.18 -> cv2 heights 4, 4, 4, 5, 5 -> Pillow 4.7 (3/5), 6.3 (2/5)
+    assert abs(sizes.count(4.7) / len(sizes) - 0.6) < 0.03
+
+
+# ------------------------------------------------------------------------------------------
+# characters: the glyph compositor against a naive oracle
+# ------------------------------------------------------------------------------------------
+
+def _div255(t):
+    """Integer division by 255 rounded to nearest (what Pillow's DIV255 macro computes)."""
+    return (t + 127) // 255
+
+
+def _oracle_draw_words(image, pixels, glyphs, codes, firsts, lengths, xs, ys, colors):
+    """Naive ``_draw_words``: lay out each word's glyphs, combine their coverages pixel by pixel
+    in a dict, then blend the ink into a copy of the image."""
+    out = image.astype(np.int64)
+    height, width = out.shape[:2]
+    k = 0
+    for w in range(len(lengths)):
+        coverage = {}
+        pen = 0  # 26.6 fixed point
+        for _ in range(lengths[w]):
+            start, gh, gw, left, top, advance = glyphs[firsts[w] + codes[k]]
+            k += 1
+            mask = pixels[start:start + gh * gw].reshape(gh, gw)
+            gx = xs[w] + (pen + 32) // 64 + left  # PIXEL(): nearest pixel, halves up
+            gy = ys[w] + top
+            pen += advance
+            for i in range(gh):
+                for j in range(gw):
+                    s = int(mask[i, j])
+                    t = coverage.get((gy + i, gx + j), 0)
+                    if s > 0:
+                        coverage[(gy + i, gx + j)] = s if t == 0 else min(
+                            255, s + _div255(t * (255 - s)))
+        for (r, c), m in coverage.items():
+            if 0 <= r < height and 0 <= c < width:
+                out[r, c] = _div255(out[r, c] * (255 - m) + colors[w].astype(np.int64) * m)
+    return out.astype(np.uint8)
+
+
+def _random_atlas(rs, n_glyphs):
+    masks, rows, start = [], [], 0
+    for _ in range(n_glyphs):
+        gh, gw = (0, 0) if rs.random() < 0.1 else rs.integers(1, 9, size=2)
+        mask = rs.integers(0, 256, (gh, gw)) * (rs.random((gh, gw)) < 0.7)
+        masks.append(mask.astype(np.uint8).ravel())
+        rows.append((start, gh, gw, rs.integers(-3, 4), rs.integers(-9, 3),
+                     rs.integers(0, 8 * 64)))  # fractional advances too
+        start += gh * gw
+    pixels = np.concatenate(masks)
+    pixels.setflags(write=False)
+    glyphs = np.array(rows, np.int64)
+    glyphs.setflags(write=False)
+    return pixels, glyphs
+
+
+@pytest.mark.parametrize("channels", [3, 1])
+def test_draw_words_matches_oracle(channels):
+    """Random glyph masks, words overlapping each other and the image border, several
+    "sizes" (glyph-table offsets) in one call."""
+    rs = np.random.default_rng(21)
+    pixels, glyphs = _random_atlas(rs, 3 * 95)
+    for trial in range(40):
+        h, w = rs.integers(8, 60, size=2)
+        image = rs.integers(0, 256, (h, w, channels), dtype=np.uint8)
+        n = int(rs.integers(1, 7))
+        lengths = rs.integers(1, 12, size=n).astype(np.int64)
+        codes = rs.integers(32, 127, size=int(lengths.sum())).astype(np.uint8)
+        firsts = rs.integers(0, 3, size=n).astype(np.int64) * 95 - 32
+        xs = rs.integers(-10, w + 2, size=n).astype(np.int64)
+        ys = rs.integers(-3, h + 10, size=n).astype(np.int64)
+        colors = rs.integers(0, 256, (n, channels), dtype=np.uint8)
+        out = image.copy()
+        A._draw_words(out, pixels, glyphs, codes, firsts, lengths, xs, ys, colors)
+        expected = _oracle_draw_words(image, pixels, glyphs, codes, firsts, lengths, xs, ys,
+                                      colors)
+        assert np.array_equal(out, expected), trial
+
+
+def test_glyph_cache_built_once_per_size_across_threads():
+    """Sizes first requested from many threads at once: one consistent cache, same pixels."""
+    from concurrent.futures import ThreadPoolExecutor
+    sizes = (5.55, 7.35, 9.95)
+    with ThreadPoolExecutor(6) as pool:
+        atlases = list(pool.map(lambda i: A._atlas(sizes[i % 3:] + sizes[:i % 3]), range(24)))
+    final = A._atlas(sizes)
+    for size in sizes:
+        masks, metrics = A._render_glyphs(size)
+        rows = final.glyphs[final.first[size]:final.first[size] + 95]
+        assert np.array_equal(rows[:, 1:], np.array(metrics))
+        for row, mask in zip(rows, masks):
+            assert np.array_equal(final.pixels[row[0]:row[0] + mask.size], mask)
+    for atlas in atlases:  # every published cache is a consistent prefix of the final one
+        for size, first in atlas.first.items():
+            assert final.first[size] == first
+        assert np.array_equal(final.pixels[:atlas.pixels.size], atlas.pixels)
+        assert not atlas.pixels.flags.writeable and not atlas.glyphs.flags.writeable
+
+
 # ------------------------------------------------------------------------------------------
 # distribution at 224 px against the reference (tests/data/artifact_stats.json)
 # ------------------------------------------------------------------------------------------
@@ -367,8 +548,8 @@ def _our_stats(corruption, dataset, severity, clean, draws):
 #: same Pillow disks and arithmetic), so only sampling error is allowed (Z = 4.5, plus 2 %).
 #: Characters are drawn with another font (Pillow's Aileron instead of OpenCV's Hershey),
 #: fitted to cv2's per-letter pixel count and coverage, so a modelling error is allowed on top:
-#: 20 % on the means, 35 % on the spreads (measured: means within -10..+15 %, spreads within
-#: -19..+25 %).
+#: 20 % on the means, 35 % on the spreads (measured with the seed used here: means within
+#: -10..+18 %, spreads within -10..+26 %; with seeds 1..3 the means stay within -13..+21 %).
 TOL = {"stain_deposit": (4.5, 0.02, 0.02), "bubble": (4.5, 0.02, 0.02),
        "characters": (4.5, 0.20, 0.35)}
 

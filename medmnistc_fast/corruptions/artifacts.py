@@ -16,7 +16,8 @@ raises ``ValueError`` from ``random.randint`` there).
 Gray images (C = 1) give what the reference's dataset generation gives (L -> RGB -> corrupt ->
 L): stain, bubble and black_corner change all channels alike, so they act on the single channel
 directly (bit-identical); characters draws a random RGB colour, so it renders on the RGB version
-and converts back with Pillow's luma formula (:func:`~._spec.to_gray`).
+of the pixels it touches and converts them back with Pillow's luma formula (as
+:func:`~._spec.to_gray`; untouched pixels map back to themselves).
 
 References
 ----------
@@ -31,6 +32,8 @@ import string
 import threading
 from functools import lru_cache
 from importlib import resources
+from types import MappingProxyType
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -38,7 +41,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from .._config import NJIT
 from ..rng import generator
-from ._spec import Context, Kind, to_gray, to_rgb
+from ._spec import Context, Kind
 
 __all__ = [
     "STAIN_DEPOSIT", "BUBBLE", "BLACK_CORNER", "CHARACTERS",
@@ -521,68 +524,266 @@ _LETTERS = string.ascii_lowercase
 
 def _pillow_font_size(font_scale: float, s: float) -> float:
     """Pillow font size (pixels) for a cv2 font scale at size factor ``s``."""
-    h = max(1, int(np.floor(CV2_HEIGHT_PER_SCALE * font_scale * s + 0.5)))
+    h = max(1, int(math.floor(CV2_HEIGHT_PER_SCALE * font_scale * s + 0.5)))
     return PIL_SIZE_FOR_HEIGHT.get(h, 1.3 * h)
 
 
-_FONTS = threading.local()
+#: First and last character code of the glyph atlas (printable ASCII, space included).
+_FIRST_CODE, _LAST_CODE = 32, 126
+
+#: Columns of the glyph table: offset of the mask in the pixel buffer, mask height and width
+#: (pixels), left and top edge of the mask relative to the pen position on the baseline
+#: (pixels, x right, y down), advance (26.6 fixed point: 1/64 pixel).
+_G_START, _G_HEIGHT, _G_WIDTH, _G_LEFT, _G_TOP, _G_ADVANCE = range(6)
 
 
-def _font(size: float):
-    """``ImageFont.load_default(size)``, cached per thread (a FreeType face is not shared
-    between threads: corrupt_batch runs kernels in a thread pool)."""
-    fonts = getattr(_FONTS, "by_size", None)
-    if fonts is None:
-        fonts = _FONTS.by_size = {}
-    font = fonts.get(size)
-    if font is None:
-        font = fonts[size] = ImageFont.load_default(size=size)
-    return font
+class _Atlas(NamedTuple):
+    """Immutable glyph cache: every size's masks in one buffer (one Numba call per image).
 
-
-def _word_coverage(text: str, size: float):
-    """Pillow's antialiased coverage (0..255) of ``text`` on a small canvas.
-
-    Returns ``(coverage, left, top)``: uint8 ``(h, w)`` and the canvas position of the baseline's
-    left end (the ``anchor="ls"`` point). The canvas leaves 1 em of room per letter plus 2 em
-    around, more than any lowercase word of this font needs, so nothing is clipped; drawing on
-    it then blending (:func:`_blend_coverage`) is bit-identical to ``ImageDraw.text`` on the
-    whole image (checked in ``tests/test_artifacts.py``) and avoids converting the image.
+    ``first[size]`` is the glyph row of character code 32 at that Pillow font size; the row
+    of code ``c`` is ``first[size] + c - 32``.
     """
-    em = int(math.ceil(size))
-    left, top = em + 2, 2 * em + 2
-    canvas = Image.new("L", ((len(text) + 2) * em + 4, 3 * em + 4), 0)
-    ImageDraw.Draw(canvas).text((left, top), text, fill=255, font=_font(size), anchor="ls")
-    return np.asarray(canvas), left, top
+
+    first: MappingProxyType  # size -> int
+    pixels: np.ndarray  # uint8 (total,): trimmed coverage masks, row-major, back to back
+    glyphs: np.ndarray  # int64 (rows, 6): columns _G_*
+
+
+_ATLAS = _Atlas(MappingProxyType({}), np.zeros(0, np.uint8), np.zeros((0, 6), np.int64))
+_ATLAS_LOCK = threading.Lock()
+
+
+def _render_glyph(font, char: str, em: int):
+    """``char`` drawn alone by ``ImageDraw.text`` with ``anchor="ls"`` on a ``3 em`` square
+    canvas, pen start at ``(em, 2 em)``; None if its ink touches the canvas border."""
+    canvas = Image.new("L", (3 * em, 3 * em), 0)
+    ImageDraw.Draw(canvas).text((em, 2 * em), char, fill=255, font=font, anchor="ls")
+    a = np.asarray(canvas)
+    r = np.flatnonzero(a.any(axis=1))
+    c = np.flatnonzero(a.any(axis=0))
+    if not r.size:
+        return np.zeros((0, 0), np.uint8), 0, 0
+    if r[0] == 0 or c[0] == 0 or r[-1] == 3 * em - 1 or c[-1] == 3 * em - 1:
+        return None
+    return (np.ascontiguousarray(a[r[0]:r[-1] + 1, c[0]:c[-1] + 1]), int(c[0]) - em,
+            int(r[0]) - 2 * em)
+
+
+def _render_glyphs(size: float):
+    """Coverage masks (0..255) and metrics of characters 32..126 at one Pillow font size.
+
+    Each character is drawn alone by Pillow (:func:`_render_glyph`, on a canvas grown until
+    nothing touches its border) and trimmed to its nonzero rows and columns (empty for the
+    space); its advance is ``font.getlength`` in 26.6 fixed point. Pillow's basic layout of
+    this font has no kerning (checked in ``tests/test_artifacts.py``), so a word is these masks
+    at the pen positions the advances give, combined as Pillow's FreeType renderer combines
+    overlapping glyphs (:func:`_draw_words`).
+
+    Returns
+    -------
+    masks : list of ndarray, uint8, 1-D
+        Row-major trimmed masks.
+    metrics : list of (int, int, int, int, int)
+        Height, width, left, top, advance (columns ``_G_HEIGHT`` .. ``_G_ADVANCE``).
+    """
+    font = ImageFont.load_default(size=size)
+    masks, metrics = [], []
+    for code in range(_FIRST_CODE, _LAST_CODE + 1):
+        char = chr(code)
+        em = int(math.ceil(size)) + 2
+        glyph = _render_glyph(font, char, em)
+        while glyph is None:
+            em *= 2
+            glyph = _render_glyph(font, char, em)
+        mask, left, top = glyph
+        masks.append(mask.ravel())
+        metrics.append((mask.shape[0], mask.shape[1], left, top,
+                        int(round(font.getlength(char) * 64))))
+    return masks, metrics
+
+
+def _atlas(sizes) -> _Atlas:
+    """The glyph cache holding every size in ``sizes`` (built once per size, under a lock).
+
+    A new size publishes a new, larger :class:`_Atlas` (the old one stays valid for threads
+    using it); nothing is ever mutated in place.
+    """
+    global _ATLAS
+    atlas = _ATLAS
+    if all(s in atlas.first for s in sizes):
+        return atlas
+    with _ATLAS_LOCK:
+        atlas = _ATLAS
+        if all(s in atlas.first for s in sizes):  # built meanwhile by another thread
+            return atlas
+        first = dict(atlas.first)
+        pixels, glyphs = [atlas.pixels], [atlas.glyphs]
+        start, row = atlas.pixels.size, atlas.glyphs.shape[0]
+        for size in sizes:
+            if size in first:
+                continue
+            masks, metrics = _render_glyphs(size)
+            table = np.zeros((len(masks), 6), np.int64)
+            for i, (mask, m) in enumerate(zip(masks, metrics)):
+                table[i] = (start,) + m
+                start += mask.size
+            first[size] = row
+            row += len(masks)
+            pixels += masks
+            glyphs.append(table)
+        atlas = _Atlas(MappingProxyType(first), np.concatenate(pixels), np.concatenate(glyphs))
+        atlas.pixels.setflags(write=False)
+        atlas.glyphs.setflags(write=False)
+        _ATLAS = atlas
+        return atlas
 
 
 @numba.njit(**NJIT)
-def _blend_coverage(out, coverage, x0, y0, color):  # pragma: no cover - compiled
-    """Pillow's ink fill through a mask: ``v = DIV255(v * (255 - m) + ink * m)``, in place."""
+def _word_mask(pixels, glyphs, codes, k0, count, first):  # pragma: no cover - compiled
+    """Coverage mask of one word, as Pillow's FreeType renderer (``_imagingft.c``,
+    ``font_render``) builds it, and its offset from the pen start on the baseline.
+
+    Characters ``codes[k0:k0 + count]``, glyph row ``first + code``. Glyph ``k`` is placed at
+    column ``PIXEL(sum of the previous advances) + left``, row ``top``, with
+    ``PIXEL(v) = (v + 32) >> 6`` (26.6 fixed point to the nearest pixel); coverages ``s``
+    combine as ``m = s`` where ``m`` is still 0, else ``m = min(255, s + MULDIV255(m, 255 -
+    s))`` with ``MULDIV255(a, b) = DIV255(a * b)`` and
+    ``DIV255(t) = (((t + 128) >> 8) + t + 128) >> 8`` (t / 255 rounded to nearest).
+
+    Returns ``(mask, x_lo, y_lo)``: uint32 ``(h, w)`` (empty for an inkless word) and the
+    column and row of its top-left corner relative to the pen start on the baseline.
+    """
+    x_lo, x_hi, y_lo, y_hi = 1 << 30, -(1 << 30), 1 << 30, -(1 << 30)
+    pen = 0
+    for k in range(k0, k0 + count):
+        g = first + codes[k]
+        if glyphs[g, _G_HEIGHT] > 0 and glyphs[g, _G_WIDTH] > 0:
+            gx = ((pen + 32) >> 6) + glyphs[g, _G_LEFT]
+            gy = glyphs[g, _G_TOP]
+            x_lo = min(x_lo, gx)
+            x_hi = max(x_hi, gx + glyphs[g, _G_WIDTH])
+            y_lo = min(y_lo, gy)
+            y_hi = max(y_hi, gy + glyphs[g, _G_HEIGHT])
+        pen += glyphs[g, _G_ADVANCE]
+    if x_hi <= x_lo:
+        return np.zeros((0, 0), np.uint32), 0, 0
+    word = np.zeros((y_hi - y_lo, x_hi - x_lo), np.uint32)
+    pen = 0
+    for k in range(k0, k0 + count):
+        g = first + codes[k]
+        start, gh, gw = glyphs[g, _G_START], glyphs[g, _G_HEIGHT], glyphs[g, _G_WIDTH]
+        ox = ((pen + 32) >> 6) + glyphs[g, _G_LEFT] - x_lo
+        oy = glyphs[g, _G_TOP] - y_lo
+        for i in range(gh):
+            for j in range(gw):
+                s = np.uint32(pixels[start + i * gw + j])
+                if s == 0:
+                    continue
+                t = word[oy + i, ox + j]
+                if t == 0:
+                    word[oy + i, ox + j] = s
+                else:
+                    t = t * (np.uint32(255) - s) + np.uint32(128)
+                    t = s + (((t >> np.uint32(8)) + t) >> np.uint32(8))
+                    word[oy + i, ox + j] = min(t, np.uint32(255))
+        pen += glyphs[g, _G_ADVANCE]
+    return word, x_lo, y_lo
+
+
+@numba.njit(**NJIT)
+def _blend255(v, ink, m):  # pragma: no cover - compiled
+    """Pillow's ink through a mask: ``DIV255(v * (255 - m) + ink * m)`` (uint32 in, uint32 out)."""
+    t = v * (np.uint32(255) - m) + ink * m + np.uint32(128)
+    return ((t >> np.uint32(8)) + t) >> np.uint32(8)
+
+
+@numba.njit(**NJIT)
+def _draw_words(out, pixels, glyphs, codes, firsts, lengths, x, y, colors):  # pragma: no cover
+    """Draw words into ``out`` (H, W, C) uint8, in place, as Pillow's ``ImageDraw.text`` does.
+
+    ``pixels``, ``glyphs``: an :class:`_Atlas`'s buffers. ``codes`` (uint8): character codes of
+    all words, back to back; per word ``w`` (arrays of length n): ``firsts[w]`` its glyph-table
+    row of code 0 (glyph row = ``firsts[w] + code``), ``lengths[w]`` its number of characters,
+    ``x[w]``, ``y[w]`` the image column of the pen's start and the image row of the baseline,
+    ``colors[w]`` the ink (C values). Each word's mask (:func:`_word_mask`) blends the ink
+    into the image, clipped to it, as ``ImageDraw.draw_bitmap`` does:
+    ``v = DIV255(v * (255 - m) + ink * m)``. Words are drawn in order.
+    """
+    height, width, channels = out.shape
+    k0 = 0
+    for w in range(lengths.shape[0]):
+        word, x_lo, y_lo = _word_mask(pixels, glyphs, codes, k0, lengths[w], firsts[w])
+        k0 += lengths[w]
+        x0 = x[w] + x_lo
+        y0 = y[w] + y_lo
+        for i in range(max(0, -y0), min(word.shape[0], height - y0)):
+            for j in range(max(0, -x0), min(word.shape[1], width - x0)):
+                m = word[i, j]
+                if m == 0:
+                    continue
+                for ch in range(channels):
+                    out[y0 + i, x0 + j, ch] = np.uint8(_blend255(
+                        np.uint32(out[y0 + i, x0 + j, ch]), np.uint32(colors[w, ch]), m))
+
+
+@numba.njit(**NJIT)
+def _draw_words_gray(out, pixels, glyphs, codes, firsts, lengths, x, y, colors):  # pragma: no cover
+    """:func:`_draw_words` on the RGB version of a gray image ``out`` (H, W, 1), converted back
+    with Pillow's RGB -> L formula ``(19595 R + 38470 G + 7471 B + 32768) >> 16``; in place.
+
+    Equal to ``to_gray(draw(to_rgb(out)))`` (untouched pixels, R = G = B = v, map back to v
+    exactly), at the cost of the touched pixels only: their RGB values live in a scratch image
+    written on first touch. ``colors`` (n, 3): RGB inks.
+    """
     height, width = out.shape[0], out.shape[1]
-    for i in range(coverage.shape[0]):
-        row = y0 + i
-        if row < 0 or row >= height:
-            continue
-        for j in range(coverage.shape[1]):
-            col = x0 + j
-            m = np.uint32(coverage[i, j])
-            if col < 0 or col >= width or m == 0:
-                continue
-            for ch in range(out.shape[2]):
-                t = np.uint32(out[row, col, ch]) * (np.uint32(255) - m) + color[ch] * m \
-                    + np.uint32(128)
-                out[row, col, ch] = np.uint8(((t >> np.uint32(8)) + t) >> np.uint32(8))
+    touched = np.zeros((height, width), np.bool_)
+    rgb = np.empty((height, width, 3), np.uint8)
+    k0 = 0
+    for w in range(lengths.shape[0]):
+        word, x_lo, y_lo = _word_mask(pixels, glyphs, codes, k0, lengths[w], firsts[w])
+        k0 += lengths[w]
+        x0 = x[w] + x_lo
+        y0 = y[w] + y_lo
+        for i in range(max(0, -y0), min(word.shape[0], height - y0)):
+            row = y0 + i
+            for j in range(max(0, -x0), min(word.shape[1], width - x0)):
+                m = word[i, j]
+                if m == 0:
+                    continue
+                col = x0 + j
+                if not touched[row, col]:
+                    touched[row, col] = True
+                    for ch in range(3):
+                        rgb[row, col, ch] = out[row, col, 0]
+                for ch in range(3):
+                    rgb[row, col, ch] = np.uint8(_blend255(
+                        np.uint32(rgb[row, col, ch]), np.uint32(colors[w, ch]), m))
+                lum = (np.uint32(19595) * np.uint32(rgb[row, col, 0])
+                       + np.uint32(38470) * np.uint32(rgb[row, col, 1])
+                       + np.uint32(7471) * np.uint32(rgb[row, col, 2])
+                       + np.uint32(0x8000)) >> np.uint32(16)
+                out[row, col, 0] = np.uint8(lum)
 
 
-def _clamped_integers(g: np.random.Generator, lo: int, hi: np.ndarray, size: int) -> np.ndarray:
-    """``randint(lo, hi[i])`` (inclusive) for each i; an empty range gives ``lo`` clipped to
-    ``[0, size - 1]`` (small images, long words)."""
-    hi = np.asarray(hi, np.int64)
-    fixed = max(0, min(lo, size - 1))
-    empty = hi < lo
-    draws = g.integers(np.where(empty, fixed, lo), np.where(empty, fixed, hi), endpoint=True)
-    return np.asarray(draws, np.int64).reshape(hi.shape)
+@lru_cache(maxsize=256)
+def _characters_layout(max_letters: int, top: int, height: int, width: int, s: float):
+    """Per-(table entry, image size) constants of :func:`characters_sample`.
+
+    Returns ``(sizes, x_ranges, y_range)``: the Pillow size of each font-scale percentage
+    14..top; per letter count k (0..max_letters) the x range ``(lo, number of values)`` of
+    ``randint(round(10 s), W - round(8 s k))``; the y range likewise. An empty range becomes
+    ``(lo clipped to the image, 0)``.
+    """
+    margin = _scaled(CHAR_MARGIN, s)
+
+    def span(lo, hi, size):
+        return (lo, hi - lo + 1) if hi >= lo else (max(0, min(lo, size - 1)), 0)
+
+    sizes = tuple(_pillow_font_size(pct / 100.0, s)
+                  for pct in range(CHAR_MIN_SCALE_PCT, top + 1))
+    x_ranges = tuple(span(margin, width - int(math.floor(CHAR_ADVANCE * k * s + 0.5)), width)
+                     for k in range(max_letters + 1))
+    return sizes, x_ranges, span(margin, height - margin, height)
 
 
 def characters_sample(param, ctx: Context) -> dict:
@@ -605,51 +806,65 @@ def characters_sample(param, ctx: Context) -> dict:
         n = ``randint(1, max_words)``; per word ``randint(3, max_letters)`` uniform lowercase
         letters, font scale ``randint(14, int(max_font_scale * 100)) / 100``, colour channels
         ``randint(0, 255)``, ``x = randint(round(10 s), W - round(8 s * letters))``,
-        ``y = randint(round(10 s), H - round(10 s))`` (reference: ``Characters.apply``). The
+        ``y = randint(round(10 s), H - round(10 s))`` (reference: ``Characters.apply``); an
+        empty range (small images, long words) gives its lower end clipped to the image. The
         font scale becomes a Pillow size through the cv2 pixel height
         ``h = max(1, round(27 * scale * s))`` and :data:`PIL_SIZE_FOR_HEIGHT`.
+
+    Notes
+    -----
+    Every integer above is ``lo + floor(u * count)`` of its own uniform double ``u``, all from
+    one ``Generator.random`` call of ``1 + max_words * (7 + max_letters)`` values in a fixed
+    layout: n, then per word its letter count, scale, x, y, R, G, B and ``max_letters`` letter
+    slots (unused slots and words are skipped). That is uniform up to a relative bias below
+    ``count * 2**-53`` (doubles are multiples of 2**-53) and much cheaper than one
+    ``Generator.integers`` call per quantity.
     """
     max_words, max_letters, max_scale = int(param[0]), int(param[1]), float(param[2])
-    height, width = int(ctx.shape[0]), int(ctx.shape[1])
-    s = ctx.scale
-    g = generator(ctx.key)
-    n = int(g.integers(1, max(1, max_words), endpoint=True))
+    max_letters = max(CHAR_MIN_LETTERS, max_letters)
     top = max(CHAR_MIN_SCALE_PCT, int(max_scale * 100))
-    margin = _scaled(CHAR_MARGIN, s)
-    n_letters = g.integers(CHAR_MIN_LETTERS, max(CHAR_MIN_LETTERS, max_letters), size=n,
-                           endpoint=True)
-    scales = g.integers(CHAR_MIN_SCALE_PCT, top, size=n, endpoint=True) / 100.0
-    letters = g.integers(0, 26, size=int(n_letters.sum()))
-    ends = np.cumsum(n_letters).tolist()
-    texts = tuple("".join(_LETTERS[j] for j in letters[e - k:e].tolist())
-                  for e, k in zip(ends, n_letters.tolist()))
-    sizes = tuple(_pillow_font_size(float(sc), s) for sc in scales.tolist())
-    xs = _clamped_integers(g, margin, width - np.floor(CHAR_ADVANCE * n_letters * s + 0.5)
-                           .astype(np.int64), width)
-    ys = _clamped_integers(g, margin, np.full(n, height - margin, np.int64), height)
-    colors = g.integers(0, 256, size=(n, 3)).astype(np.uint8)
-    return {"texts": texts, "sizes": sizes, "x": xs, "y": ys, "colors": colors}
+    sizes_of, x_ranges, (y_lo, y_count) = _characters_layout(
+        max_letters, top, int(ctx.shape[0]), int(ctx.shape[1]), ctx.scale)
+    max_words = max(1, max_words)
+    n_letters = max_letters - CHAR_MIN_LETTERS + 1
+    n_scales = top - CHAR_MIN_SCALE_PCT + 1
+    stride = 7 + max_letters
+    u = generator(ctx.key).random(1 + max_words * stride).tolist()
+    n = 1 + int(u[0] * max_words)
+    texts, sizes, xs, ys, colors = [], [], [], [], []
+    for i in range(1, 1 + n * stride, stride):
+        k = CHAR_MIN_LETTERS + int(u[i] * n_letters)
+        sizes.append(sizes_of[int(u[i + 1] * n_scales)])
+        x_lo, x_count = x_ranges[k]
+        xs.append(x_lo + int(u[i + 2] * x_count))
+        ys.append(y_lo + int(u[i + 3] * y_count))
+        colors.append((int(u[i + 4] * 256), int(u[i + 5] * 256), int(u[i + 6] * 256)))
+        texts.append("".join([_LETTERS[int(v * 26)] for v in u[i + 7:i + 7 + k]]))
+    return {"texts": tuple(texts), "sizes": tuple(sizes), "x": np.array(xs, np.int64),
+            "y": np.array(ys, np.int64), "colors": np.array(colors, np.uint8)}
 
 
 def characters_kernel(image: np.ndarray, texts, sizes, x, y, colors) -> np.ndarray:
     """Draw antialiased words with Pillow's bundled font.
 
     The reference draws with ``cv2.putText(img, text, org, FONT_HERSHEY_DUPLEX, scale, colour,
-    1, LINE_AA)``; OpenCV and its font data are not used here. Each word, in order, is rendered
-    by Pillow's ``ImageDraw.text`` in ``ImageFont.load_default(size)`` (antialiased) on a small
-    canvas and blended with Pillow's own mask arithmetic, which is bit-identical to calling
-    ``ImageDraw.text((x, y + 1), text, fill=colour, font=font, anchor="ls")`` on the whole RGB
-    image (the + 1 aligns Pillow's baseline with cv2's ``org`` row). The size is chosen to
-    match cv2's text (see :data:`PIL_SIZE_FOR_HEIGHT`); matching is in distribution, not pixel
-    for pixel.
+    1, LINE_AA)``; OpenCV and its font data are not used here. Each word, in order, is drawn
+    as ``ImageDraw.text((x, y + 1), text, fill=colour, font=ImageFont.load_default(size),
+    anchor="ls")`` would draw it on the whole RGB image (the + 1 aligns Pillow's baseline with
+    cv2's ``org`` row), bit for bit, but from per-character coverage masks rendered by Pillow
+    once per font size and cached (:func:`_atlas`), composited by a Numba kernel
+    (:func:`_draw_words`) with Pillow's glyph-combining and ink-blending arithmetic. The size
+    is chosen to match cv2's text (see :data:`PIL_SIZE_FOR_HEIGHT`); matching the reference is
+    in distribution, not pixel for pixel.
 
     Parameters
     ----------
     image : ndarray, shape (H, W, C), uint8
         C = 1 or 3. Gray images are drawn on their RGB version and converted back with Pillow's
-        RGB -> L formula, as the reference's L -> RGB -> corrupt -> L does.
+        RGB -> L formula, as the reference's L -> RGB -> corrupt -> L does (only the pixels
+        under the words are converted: :func:`_draw_words_gray`).
     texts : sequence of str
-        Words.
+        Words, printable ASCII (codes 32..126).
     sizes : sequence of float
         Pillow font size of each word, pixels.
     x, y : array_like of int, shape (n,)
@@ -661,15 +876,24 @@ def characters_kernel(image: np.ndarray, texts, sizes, x, y, colors) -> np.ndarr
     -------
     ndarray, shape (H, W, C), uint8
         New array.
+
+    Raises
+    ------
+    ValueError
+        If a text has a character outside printable ASCII.
     """
-    out = np.array(to_rgb(image), dtype=np.uint8, copy=True, order="C")
-    for text, size, x0, y0, col in zip(texts, sizes, np.asarray(x).tolist(),
-                                       np.asarray(y).tolist(), np.asarray(colors).tolist()):
-        coverage, left, top = _word_coverage(text, float(size))
-        _blend_coverage(out, coverage, x0 - left, y0 + _BASELINE_SHIFT - top,
-                        np.asarray(col, np.uint32))
-    if image.shape[2] == 1:
-        return np.ascontiguousarray(to_gray(out))
+    out = np.array(image, dtype=np.uint8, copy=True, order="C")
+    if len(texts):
+        joined = "".join(texts)
+        if not (joined.isascii() and joined.isprintable()):
+            raise ValueError(f"texts must be printable ASCII (codes 32..126), got {texts!r}")
+        atlas = _atlas(sizes)
+        draw = _draw_words_gray if image.shape[2] == 1 else _draw_words
+        draw(out, atlas.pixels, atlas.glyphs, np.frombuffer(joined.encode("ascii"), np.uint8),
+             np.array([atlas.first[size] - _FIRST_CODE for size in sizes], np.int64),
+             np.array([len(t) for t in texts], np.int64),
+             np.asarray(x, np.int64), np.asarray(y, np.int64) + _BASELINE_SHIFT,
+             np.asarray(colors, np.uint8))
     return out
 
 
