@@ -2,7 +2,8 @@
 
 No tables, no size scaling: ``motion_blur(image, radius=15, sigma=5, angle=30)`` blurs by 15
 pixels whatever the image size. Random corruptions take ``seed`` (int >= 0, or None for fresh
-OS entropy). Every function accepts uint8 ``(H, W)``, ``(H, W, 1)`` or ``(H, W, 3)`` images
+OS entropy). The pathology suite's own corruptions are here too (``hsv_shift``, ``marking``,
+``pathology_bubble``, from :mod:`medmnistc_fast.corruptions.pathology`). Every function accepts uint8 ``(H, W)``, ``(H, W, 1)`` or ``(H, W, 3)`` images
 (H, W >= 8; 1-channel images follow the reference's gray pipeline L -> RGB -> corrupt -> L),
 returns a new array of the same shape and dtype, never modifies its input, and raises
 TypeError / ValueError naming the offending argument.
@@ -16,11 +17,13 @@ import numpy as np
 
 from ._validation import as_hwc, check_positive, check_seed
 from .corruptions import KINDS
-from .rng import fresh_seed
+from .corruptions.pathology import hsv_shift, marking, pathology_bubble
+from .rng import key_from_seed
 
 __all__ = ["pixelate", "jpeg_compression", "gaussian_noise", "speckle_noise", "impulse_noise",
            "shot_noise", "defocus_blur", "motion_blur", "zoom_blur", "gaussian_blur",
-           "brightness", "contrast", "gamma_correction", "saturate"]
+           "brightness", "contrast", "gamma_correction", "saturate", "black_corner",
+           "stain_deposit", "bubble", "characters", "hsv_shift", "marking", "pathology_bubble"]
 
 
 def _run(name: str, image, **values) -> np.ndarray:
@@ -29,10 +32,7 @@ def _run(name: str, image, **values) -> np.ndarray:
 
 
 def _noise_key(seed) -> int:
-    seed = check_seed(seed)
-    if seed is None:
-        seed = fresh_seed()
-    return int(np.random.SeedSequence(seed).generate_state(1, np.uint64)[0])
+    return key_from_seed(check_seed(seed))
 
 
 def pixelate(image, factor: float) -> np.ndarray:
@@ -139,3 +139,75 @@ def saturate(image, shift: float) -> np.ndarray:
     if not isinstance(shift, numbers.Real) or isinstance(shift, bool) or not -1 <= shift <= 1:
         raise ValueError(f"shift must be a real number in [-1, 1]; got {shift!r}")
     return _run("saturate", image, shift=float(shift))
+
+
+def _int_array(values, name: str, *, minimum=None) -> np.ndarray:
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a sequence of ints; got {values!r}") from None
+    if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
+        raise TypeError(f"{name} must be a 1-D sequence of ints; got {values!r}")
+    if minimum is not None and arr.size and arr.min() < minimum:
+        raise ValueError(f"{name} must be >= {minimum}; got {values!r}")
+    return arr.astype(np.int64)
+
+
+def _same_length(**arrays) -> None:
+    lengths = {k: len(v) for k, v in arrays.items()}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"{', '.join(lengths)} must have the same length; got {lengths}")
+
+
+def black_corner(image, radius: int) -> np.ndarray:
+    """Zero everything outside the filled circle of ``radius`` pixels (int >= 0) centred at
+    ``(W // 2, H // 2)``, rasterised as OpenCV's filled ``cv2.circle``."""
+    if not isinstance(radius, (int, np.integer)) or isinstance(radius, bool) or radius < 0:
+        raise ValueError(f"radius must be an int >= 0 (pixels); got {radius!r}")
+    return _run("black_corner", image, radius=int(radius))
+
+
+def stain_deposit(image, x, y, ink, *, ink_side: int = 24, side: int | None = None) -> np.ndarray:
+    """Zero the pixels under ink marks of the reference's ink set (``assets/inks.npz``).
+
+    x, y : sequences of int, top-left column and row of each mark (pixels; cropped at edges).
+    ink : sequence of int in 0..9, which of the ten masks each mark uses.
+    ink_side : 12, 16, 24, 32 or 42, the ink set (stored mask side in pixels).
+    side : int >= 1 or None, the side at which masks are drawn (None: ``ink_side``).
+    """
+    xs, ys = _int_array(x, "x"), _int_array(y, "y")
+    inks = _int_array(ink, "ink", minimum=0)
+    _same_length(x=xs, y=ys, ink=inks)
+    if inks.size and inks.max() > 9:
+        raise ValueError(f"ink must hold mask indices 0..9; got {ink!r}")
+    if ink_side not in (12, 16, 24, 32, 42):
+        raise ValueError(f"ink_side must be one of 12, 16, 24, 32, 42; got {ink_side!r}")
+    s = ink_side if side is None else check_positive(side, "side", integer=True)
+    return _run("stain_deposit", image, ink_side=int(ink_side), side=int(s), ink=inks, x=xs, y=ys)
+
+
+def bubble(image, x, y, radius, *, border: int = 2) -> np.ndarray:
+    """MedMNIST-C bubbles: for each centre (x[i], y[i]) a white disk of ``radius[i] + border``
+    pixels at alpha 130, then one of ``radius[i]`` at alpha 100, composited as Pillow's paste."""
+    xs, ys = _int_array(x, "x"), _int_array(y, "y")
+    r = _int_array(radius, "radius", minimum=0)
+    _same_length(x=xs, y=ys, radius=r)
+    if not isinstance(border, (int, np.integer)) or isinstance(border, bool) or border < 0:
+        raise ValueError(f"border must be an int >= 0 (pixels); got {border!r}")
+    return _run("bubble", image, x=xs, y=ys, inner=r, outer=r + int(border))
+
+
+def characters(image, texts, x, y, colors, *, font_size: float = 6.3) -> np.ndarray:
+    """Draw antialiased words (printable ASCII) with Pillow's bundled font of ``font_size``
+    pixels, left end and baseline at (x[i], y[i]), RGB colour ``colors[i]`` (0..255)."""
+    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+        raise TypeError(f"texts must be a sequence of str; got {texts!r}")
+    xs, ys = _int_array(x, "x"), _int_array(y, "y")
+    cols = np.asarray(colors)
+    if cols.ndim != 2 or cols.shape[1:] != (3,) or not np.issubdtype(cols.dtype, np.integer) \
+            or (cols.size and (cols.min() < 0 or cols.max() > 255)):
+        raise ValueError(f"colors must be (n, 3) ints in 0..255; got {colors!r}")
+    _same_length(texts=texts, x=xs, y=ys, colors=cols)
+    size = check_positive(font_size, "font_size")
+    return _run("characters", image, texts=tuple(texts), sizes=(size,) * len(texts), x=xs, y=ys,
+                colors=cols.astype(np.int64))

@@ -24,7 +24,7 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["base_key", "image_key", "image_keys", "generator", "fresh_seed"]
+__all__ = ["base_key", "image_key", "image_keys", "generator", "fresh_seed", "key_from_seed"]
 
 _M64 = (1 << 64) - 1
 GAMMA = 0x9E3779B97F4A7C15
@@ -43,6 +43,16 @@ def _splitmix64_array(x: np.ndarray) -> np.ndarray:
 def fresh_seed() -> int:
     """A new 128-bit seed from the operating system's entropy (for ``seed=None``)."""
     return int(np.random.SeedSequence().entropy)
+
+
+def key_from_seed(seed) -> int:
+    """The 64-bit key of a functional-layer call: ``SeedSequence(seed).generate_state(1)``.
+
+    ``seed`` is an int >= 0 (already validated) or None for fresh OS entropy.
+    """
+    if seed is None:
+        seed = fresh_seed()
+    return int(np.random.SeedSequence(int(seed)).generate_state(1, np.uint64)[0])
 
 
 @lru_cache(maxsize=4096)

@@ -5,7 +5,8 @@ constant gray image of the picture's rounded mean luma), gamma is torchvision's 
 ``adjust_gamma`` (gain 1), saturation is scikit-image ``rgb2hsv`` / ``hsv2rgb`` with the S
 channel shifted and clipped. All four act on each pixel alone, so they run as 256-entry lookup
 tables (built once per parameter by Pillow itself, so they are Pillow's arithmetic bit for bit)
-or as a per-pixel Numba kernel that repeats scikit-image's float64 operations in order.
+or as the per-pixel Numba HSV kernel of :mod:`._hsv` that repeats scikit-image's float64
+operations in order.
 
 References: reference classes ``Brightness``, ``Contrast``, ``GammaCorrection``, ``Saturate``
 in ``medmnistc/corruptions/enhance.py`` (medmnistc 0.1.0).
@@ -19,6 +20,7 @@ import numpy as np
 from PIL import Image
 
 from .._config import NJIT
+from ._hsv import hsv_shift_kernel
 from ._spec import Kind
 
 __all__ = ["BRIGHTNESS", "CONTRAST", "GAMMA", "SATURATE", "brightness_lut", "contrast_lut",
@@ -113,84 +115,12 @@ def _gamma_kernel(image, *, gamma):
     return apply_lut(image, gamma_lut(gamma))
 
 
-@numba.njit(inline="always")
-def _saturate_pixel(r, g, b, shift):
-    # scikit-image rgb2hsv: V = max, S = ptp / V, H from the last of R, G, B equal to the max.
-    v = max(r, g, b)
-    delta = v - min(r, g, b)
-    if delta == 0.0:
-        h = 0.0
-        s = 0.0
-    else:
-        s = delta / v
-        if b == v:
-            h = 4.0 + (r - g) / delta
-        elif g == v:
-            h = 2.0 + (b - r) / delta
-        else:
-            h = (g - b) / delta
-        h = (h / 6.0) % 1.0
-    s = min(max(s + shift, 0.0), 1.0)
-    # scikit-image hsv2rgb.
-    hi6 = np.floor(h * 6)
-    f = h * 6 - hi6
-    p = v * (1 - s)
-    q = v * (1 - f * s)
-    t = v * (1 - (1 - f) * s)
-    hi = int(hi6) % 6
-    if hi == 0:
-        return v, t, p
-    if hi == 1:
-        return q, v, p
-    if hi == 2:
-        return p, v, t
-    if hi == 3:
-        return p, q, v
-    if hi == 4:
-        return t, p, v
-    return v, p, q
-
-
-@numba.njit(inline="always")
-def _to_u8(x):
-    # clip(x, 0, 1) * 255 then truncation, as the reference's astype(np.uint8).
-    return np.uint8(min(max(x, 0.0), 1.0) * 255)
-
-
-@numba.njit(**NJIT)
-def _saturate(image, shift):
-    h, w, c = image.shape
-    out = np.empty_like(image)
-    src = image.reshape(-1)
-    dst = out.reshape(-1)
-    for p in range(h * w):
-        if c == 1:
-            r = src[p] / 255.0
-            g = r
-            b = r
-        else:
-            r = src[3 * p] / 255.0
-            g = src[3 * p + 1] / 255.0
-            b = src[3 * p + 2] / 255.0
-        ro, go, bo = _saturate_pixel(r, g, b, shift)
-        if c == 1:
-            # Gray datasets: back to L with Pillow's integer formula.
-            lum = (np.uint32(19595) * np.uint32(_to_u8(ro)) + np.uint32(38470) * np.uint32(_to_u8(go))
-                   + np.uint32(7471) * np.uint32(_to_u8(bo)) + np.uint32(0x8000)) >> np.uint32(16)
-            dst[p] = np.uint8(lum)
-        else:
-            dst[3 * p] = _to_u8(ro)
-            dst[3 * p + 1] = _to_u8(go)
-            dst[3 * p + 2] = _to_u8(bo)
-    return out
-
-
 def _sample_shift(param, ctx) -> dict:
     return {"shift": float(param)}
 
 
 def _saturate_kernel(image, *, shift):
-    return _saturate(image, float(shift))
+    return hsv_shift_kernel(image, 1, float(shift))
 
 
 BRIGHTNESS = Kind("brightness", _sample_factor, _brightness_kernel, random=False)

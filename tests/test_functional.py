@@ -1,0 +1,81 @@
+"""The functional layer: explicit parameters, argument errors, and hand-checkable cases."""
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw
+
+import medmnistc_fast as mf
+from medmnistc_fast import functional as F
+
+
+def test_black_corner_hand_case():
+    img = np.full((9, 11), 200, np.uint8)
+    out = F.black_corner(img, 2)
+    yy, xx = np.mgrid[:9, :11]
+    inside = (xx - 5) ** 2 + (yy - 4) ** 2 <= 4
+    assert np.array_equal(out, np.where(inside, 200, 0))
+
+
+def test_stain_deposit_zeroes_only_under_ink(rgb224):
+    out = F.stain_deposit(rgb224[0], x=[20], y=[30], ink=[0])
+    changed = np.any(out != rgb224[0], axis=-1)
+    ys, xs = np.nonzero(changed)
+    assert ys.min() >= 30 and ys.max() < 54 and xs.min() >= 20 and xs.max() < 44
+    assert np.all(out[changed] == 0)
+
+
+def test_bubble_matches_pillow_drawing(rgb224):
+    img = rgb224[1]
+    x, y, r = [60, 150], [70, 120], [9, 14]
+    layer = Image.new("RGBA", (224, 224), (255, 255, 255, 0))
+    draw = ImageDraw.Draw(layer)
+    for cx, cy, rad in zip(x, y, r):
+        draw.ellipse((cx - rad - 2, cy - rad - 2, cx + rad + 2, cy + rad + 2),
+                     fill=(255, 255, 255, 130))
+        draw.ellipse((cx - rad, cy - rad, cx + rad, cy + rad), fill=(255, 255, 255, 100))
+    pil = Image.fromarray(img)
+    pil.paste(layer, (0, 0), layer)
+    assert np.array_equal(F.bubble(img, x, y, r), np.array(pil))
+
+
+def test_characters_changes_only_near_words(rgb224):
+    out = F.characters(rgb224[0], ["abc"], x=[100], y=[100], colors=[[255, 0, 0]], font_size=8)
+    ys, xs = np.nonzero(np.any(out != rgb224[0], axis=-1))
+    assert ys.size > 0 and ys.max() <= 102 and ys.min() >= 88 and xs.min() >= 99
+
+
+def test_functional_equals_public_with_same_values(rgb224):
+    """mf.corrupt at 224 equals the functional call with the table's physical parameters."""
+    img = rgb224[0]
+    assert np.array_equal(mf.corrupt(img, "pixelate", 2, dataset="pathmnist"),
+                          F.pixelate(img, 0.6))
+    assert np.array_equal(mf.corrupt(img, "defocus_blur", 3, dataset="pathmnist"),
+                          F.defocus_blur(img, 5, 0.2))
+    assert np.array_equal(mf.corrupt(img, "gaussian_blur", 2, dataset="chestmnist"),
+                          F.gaussian_blur(img, 5))
+    assert np.array_equal(F.gaussian_blur(img, 5), F.gaussian_blur(img, 5, 1.1))  # default sigma
+    assert np.array_equal(mf.corrupt(img, "black_corner", 3, dataset="dermamnist"),
+                          F.black_corner(img, 112))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda x: F.pixelate(x, 0), "factor must be > 0"),
+    (lambda x: F.pixelate(x, 1.5), "factor must be > 0 and <= 1"),
+    (lambda x: F.jpeg_compression(x, 2.5), "quality must be an int"),
+    (lambda x: F.gaussian_noise(x, -0.1), "sigma must be > 0"),
+    (lambda x: F.gaussian_noise(x, 0.1, seed=-2), "seed must be a non-negative int"),
+    (lambda x: F.motion_blur(x, 5, 2, "left"), "angle must be a finite real"),
+    (lambda x: F.zoom_blur(x, [0.9]), "zooms must be"),
+    (lambda x: F.gaussian_blur(x, 4), "kernel_size must be an odd int"),
+    (lambda x: F.saturate(x, 2.0), r"shift must be a real number in \[-1, 1\]"),
+    (lambda x: F.black_corner(x, -1), "radius must be an int >= 0"),
+    (lambda x: F.stain_deposit(x, [1, 2], [3], [0]), "must have the same length"),
+    (lambda x: F.stain_deposit(x, [1], [3], [10]), "ink must hold mask indices 0..9"),
+    (lambda x: F.bubble(x, [1], [1], [-3]), "radius must be >= 0"),
+    (lambda x: F.characters(x, "abc", [1], [1], [[0, 0, 0]]), "texts must be a sequence of str"),
+    (lambda x: F.characters(x, ["abc"], [1], [1], [[0, 0, 300]]), "colors must be"),
+])
+def test_argument_errors(call, match, rgb224):
+    img = rgb224[0].copy()
+    with pytest.raises((TypeError, ValueError), match=match):
+        call(img)
+    assert np.array_equal(img, rgb224[0])
