@@ -1,0 +1,305 @@
+"""Training-time augmentation throughput through a torch DataLoader: ours vs the reference.
+
+Method: the same real images (``medmnistc_fast.sample.sample_images``, written once to a
+temporary ``.npz``) as PIL images in a map-style dataset whose ``__getitem__`` returns
+``(np.asarray(augment(image)), 0)``; a ``DataLoader`` (batch size 32, default collate,
+``persistent_workers`` when workers > 0, forked workers) with 0 and 2 workers, at 28 and 224 px,
+for an RGB-heavy (pathmnist), an RGB-wide (dermamnist) and a gray (chestmnist) dataset.
+Ours is ``medmnistc_fast.augment.AugMedMNISTC(flag, seed=0).warm_up()``, the reference
+``medmnistc.augmentation.AugMedMNISTC(CORRUPTIONS_DS[flag])`` (medmnistc 0.1.0, in its own
+venv). Transform construction (ours: ``warm_up``, which loads the kernels and builds the noise
+tables before the workers fork) plus one epoch are the warm-up, reported apart; then REPEATS
+epochs are timed and the statistic is the median images per second (min-max spread). Each
+(side, configuration) runs in its own subprocess, the two sides alternating so that drifts in
+machine load hit both alike. One thread per process for every library (OMP/MKL/OpenBLAS/
+MagickWand thread limits 1, ``torch.set_num_threads(1)``, ``cv2.setNumThreads(1)``,
+``medmnistc_fast.set_num_threads(1)``). Where the reference raises (stain_deposit and
+characters at 28 px: empty random ranges) or returns a wrong shape, the harness counts it and
+returns the input unchanged (which flatters the reference's rate); the rates are reported.
+
+Usage::
+
+    python benchmarks/bench_augment.py --reference-python /path/to/REF/bin/python
+
+Writes ``benchmarks/results_augment.json`` and ``benchmarks/RESULTS_augment.md``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MAGICK_THREAD_LIMIT",
+             "MEDMNISTC_FAST_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATASETS = ("pathmnist", "dermamnist", "chestmnist")
+SIZES = (28, 224)
+WORKERS = (0, 2)
+BATCH = 32
+
+
+# ---------------------------------------------------------------------------------------------
+# Side: runs in the venv of one implementation (no medmnistc_fast import at module level)
+# ---------------------------------------------------------------------------------------------
+
+def _make_transform(impl: str, flag: str):
+    if impl == "ours":
+        import medmnistc_fast as mf
+        from medmnistc_fast.augment import AugMedMNISTC
+
+        mf.set_num_threads(1)
+        return AugMedMNISTC(flag, seed=0).warm_up()  # before the workers fork
+    import numpy
+
+    numpy.fromstring = lambda b, dtype=float, **k: numpy.frombuffer(b, dtype)
+    import cv2
+    from medmnistc.augmentation import AugMedMNISTC
+    from medmnistc.corruptions.registry import CORRUPTIONS_DS
+
+    cv2.setNumThreads(1)
+    return AugMedMNISTC(CORRUPTIONS_DS[flag])
+
+
+class _AugDataset:
+    """PIL images through a transform; returns (uint8 array, failed flag)."""
+
+    def __init__(self, images, transform, catch: bool):
+        from PIL import Image
+
+        self.images = [Image.fromarray(x) for x in images]
+        self.transform = transform
+        self.catch = catch
+
+    def __len__(self):
+        return len(self.images)
+
+    def __getitem__(self, i):
+        import numpy as np
+
+        img = self.images[i]
+        t0 = time.thread_time()
+        if not self.catch:
+            out = np.asarray(self.transform(img))
+            return out, 0, time.thread_time() - t0
+        try:
+            out = self.transform(img)
+            failed = 0
+        except Exception:  # the reference's crashes at small sizes, counted
+            out, failed = img, 1
+        out = np.asarray(out)
+        cpu = time.thread_time() - t0
+        if out.shape != np.asarray(img).shape:  # the reference's wrong-shape outputs, counted
+            out, failed = np.asarray(img), 1
+        return out, failed, cpu
+
+
+def run_side(impl: str, src: str, dst: str, repeats: int, configs) -> None:
+    import warnings
+
+    import numpy as np
+    import torch
+    from torch.utils.data import DataLoader
+
+    # Both sides hand read-only arrays (np.asarray of PIL images) to the default collate.
+    warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+    torch.set_num_threads(1)
+    data = np.load(src)
+    results = {}
+    for config in configs:
+        flag, size, workers = config.split("/")
+        size, workers = int(size), int(workers)
+        images = data[f"{'gray' if flag == 'chestmnist' else 'rgb'}{size}"]
+        torch.manual_seed(0)
+        t_setup = time.perf_counter()
+        ds = _AugDataset(images, _make_transform(impl, flag), catch=impl != "ours")
+        loader = DataLoader(ds, batch_size=BATCH, num_workers=workers,
+                            persistent_workers=workers > 0)
+        setup = time.perf_counter() - t_setup
+        epochs, fails, cpu = [], 0, []
+        for e in range(repeats + 1):
+            t0 = time.perf_counter()
+            for _x, failed, cpu_s in loader:
+                fails += int(failed.sum())
+                if e:
+                    cpu.extend(cpu_s.tolist())
+            epochs.append(time.perf_counter() - t0)
+        epochs[0] += setup  # transform construction (ours: warm_up) counts as warm-up
+        del loader
+        rates = [len(images) / t for t in epochs[1:]]
+        results[config] = {"n_images": int(len(images)), "warmup_epoch_s": epochs[0],
+                           "images_per_s": rates, "failures": fails,
+                           "transform_cpu_ms": 1e3 * float(np.mean(cpu)),
+                           "failure_rate": fails / (len(images) * (repeats + 1))}
+    import PIL
+
+    versions = {"numpy": np.__version__, "torch": torch.__version__, "pillow": PIL.__version__,
+                "python": platform.python_version()}
+    if impl == "ours":
+        import medmnistc_fast as mf
+
+        versions["medmnistc_fast"] = mf.__version__
+    else:
+        from importlib.metadata import version
+
+        versions["medmnistc"] = version("medmnistc")
+    with open(dst, "w") as f:
+        json.dump({"versions": versions, "results": results}, f)
+
+
+# ---------------------------------------------------------------------------------------------
+# Driver
+# ---------------------------------------------------------------------------------------------
+
+def _git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True,
+                              capture_output=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _spawn(python: str, impl: str, src: str, repeats: int, tmp: str, config: str) -> dict:
+    dst = os.path.join(tmp, f"{impl}.json")
+    subprocess.run([python, os.path.abspath(__file__), "--side", impl, "--src", src,
+                    "--dst", dst, "--repeats", str(repeats), "--config", config], check=True)
+    with open(dst) as f:
+        return json.load(f)
+
+
+def markdown(result: dict) -> str:
+    meta = result["meta"]
+    lines = ["# Augmentation throughput through a DataLoader", "",
+             f"Commit {meta['commit']}, {meta['date']}, {meta['machine']}. Ours: "
+             f"{meta['ours_versions']}; reference: {meta.get('reference_versions') or 'not run'}.",
+             f"Images per second, median over {meta['repeats']} epochs after one warm-up epoch "
+             f"(spread min-max); batch {BATCH}; one thread per process; PIL images in, "
+             "uint8 arrays out; `AugMedMNISTC(flag)` over all the dataset's corruptions plus "
+             "identity. Reference failures: calls that raised or returned a wrong shape "
+             "(input returned instead).", "",
+             "Transform CPU ms/img: mean thread CPU time of one transform call plus "
+             "`np.asarray` inside `__getitem__` (insensitive to other load on the machine).",
+             "",
+             "| dataset | px | workers | ours img/s (spread) | reference img/s (spread) | "
+             "speed-up | transform CPU ms/img ours / ref. (ratio) | ref. failures | "
+             "warm-up s ours / ref. |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for key, row in result["rows"].items():
+        flag, size, workers = key.split("/")
+        o = row["ours"]
+        r = row.get("reference")
+        ours = f"{o[0]:.0f} ({o[1]:.0f}-{o[2]:.0f})"
+        if r:
+            ref = f"{r[0]:.0f} ({r[1]:.0f}-{r[2]:.0f})"
+            ratio = f"{row['speedup']:.1f}x"
+            cpu = (f"{row['ours_cpu_ms']:.3f} / {row['reference_cpu_ms']:.3f} "
+                   f"({row['cpu_speedup']:.1f}x)")
+            fails = f"{100 * row['reference_failure_rate']:.1f} %"
+            warm = f"{row['ours_warmup_s']:.2f} / {row['reference_warmup_s']:.2f}"
+        else:
+            ref = ratio = fails = "-"
+            cpu = f"{row['ours_cpu_ms']:.3f} / -"
+            warm = f"{row['ours_warmup_s']:.2f} / -"
+        lines.append(f"| {flag} | {size} | {workers} | {ours} | {ref} | {ratio} | {cpu} | "
+                     f"{fails} | {warm} |")
+    for field, label in (("speedup", "DataLoader images/s"),
+                         ("cpu_speedup", "transform CPU time")):
+        by_size = {}
+        for key, row in result["rows"].items():
+            if field in row:
+                by_size.setdefault(key.split("/")[1], []).append(row[field])
+        if by_size:
+            lines.append("")
+            for size, ratios in sorted(by_size.items(), key=lambda kv: int(kv[0])):
+                lines.append(f"- {label}, {size} px: speed-up median "
+                             f"{statistics.median(ratios):.1f}x, min {min(ratios):.1f}x, "
+                             f"max {max(ratios):.1f}x.")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--reference-python", default=os.environ.get("MEDMNISTC_REFERENCE_PYTHON"),
+                    help="python of a venv with medmnistc 0.1.0 (optional)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--n28", type=int, default=2048, help="images at 28 px")
+    ap.add_argument("--n224", type=int, default=384, help="images at 224 px")
+    ap.add_argument("--out", default=os.path.join(HERE, "results_augment.json"))
+    ap.add_argument("--markdown", default=os.path.join(HERE, "RESULTS_augment.md"))
+    ap.add_argument("--side", choices=("ours", "reference"), help=argparse.SUPPRESS)
+    ap.add_argument("--src", help=argparse.SUPPRESS)
+    ap.add_argument("--dst", help=argparse.SUPPRESS)
+    ap.add_argument("--config", action="append", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.side:
+        run_side(args.side, args.src, args.dst, args.repeats, args.config)
+        return 0
+
+    import numpy as np
+
+    from medmnistc_fast.sample import sample_images
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "images.npz")
+        np.savez(src, **{f"{kind}{size}": sample_images(args.n28 if size == 28 else args.n224,
+                                                          size, rgb=kind == "rgb")
+                         for kind in ("rgb", "gray") for size in SIZES})
+        # One subprocess per (side, configuration), the two sides alternating, so that drifts
+        # in machine load hit both alike.
+        ours = {"results": {}}
+        ref = {"results": {}} if args.reference_python else None
+        for config in (f"{d}/{s}/{w}" for d in DATASETS for s in SIZES for w in WORKERS):
+            o = _spawn(sys.executable, "ours", src, args.repeats, tmp, config)
+            ours["versions"] = o["versions"]
+            ours["results"].update(o["results"])
+            if ref is not None:
+                r = _spawn(args.reference_python, "reference", src, args.repeats, tmp, config)
+                ref["versions"] = r["versions"]
+                ref["results"].update(r["results"])
+            print(config, "done", flush=True)
+    rows = {}
+    for key, o in ours["results"].items():
+        oi = o["images_per_s"]
+        row = {"ours": [statistics.median(oi), min(oi), max(oi)],
+               "ours_warmup_s": o["warmup_epoch_s"], "n_images": o["n_images"],
+               "ours_cpu_ms": o["transform_cpu_ms"]}
+        if ref:
+            r = ref["results"][key]
+            ri = r["images_per_s"]
+            row.update({"reference": [statistics.median(ri), min(ri), max(ri)],
+                        "reference_warmup_s": r["warmup_epoch_s"],
+                        "reference_failure_rate": r["failure_rate"],
+                        "speedup": statistics.median(oi) / statistics.median(ri),
+                        "reference_cpu_ms": r["transform_cpu_ms"],
+                        "cpu_speedup": r["transform_cpu_ms"] / o["transform_cpu_ms"]})
+        rows[key] = row
+    import medmnistc_fast as mf
+
+    result = {"meta": {"commit": _git_commit(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+                       "machine": f"{platform.machine()} {os.cpu_count()} cores, "
+                                  f"Python {platform.python_version()}",
+                       "version": mf.__version__, "repeats": args.repeats, "batch": BATCH,
+                       "n28": args.n28, "n224": args.n224,
+                       "ours_versions": ours["versions"],
+                       "reference_versions": ref["versions"] if ref else None},
+              "rows": rows}
+    with open(args.out + ".tmp", "w") as f:
+        json.dump(result, f, indent=1)
+    os.replace(args.out + ".tmp", args.out)
+    text = markdown(result)
+    with open(args.markdown + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(args.markdown + ".tmp", args.markdown)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,833 @@
+"""Training-time augmentation with the MedMNIST-C corruptions (the reference's AugMedMNISTC, fixed).
+
+Each call picks one of the dataset's corruptions or *identity* (uniformly by default) and draws
+that corruption's parameters uniformly between the smallest and the largest value of its
+severity table, then corrupts the image with the same sampler and kernel as
+:func:`medmnistc_fast.corrupt`. So a drawn parameter equal to a table entry gives exactly the
+benchmark's corruption of that level, and spatial parameters (given at 224 px in the tables)
+scale with ``min(H, W) / 224`` by the same rule
+(:attr:`medmnistc_fast.corruptions._spec.Context.scale`).
+
+Parameter draws (``lo``/``hi`` = smallest/largest table value over the chosen levels, per
+component; the reference draws ``uniform(first, last)``, which is wrong for descending or
+non-monotone tables, and truncates integers so their top value never occurs):
+
+=====================================  =====================================================
+corruption                             draw
+=====================================  =====================================================
+pixelate, colour, gamma, black_corner  float ``U[lo, hi)``
+noises (gaussian, speckle, impulse,    uniform over :data:`NOISE_GRID_POINTS` equally
+shot)                                  spaced values of ``[lo, hi]`` (see there why)
+jpeg_compression                       int, uniform on ``lo..hi`` (inclusive)
+gaussian_blur                          odd int, uniform on the odd values of ``lo..hi``
+defocus_blur, motion_blur              (float, float), each ``U[lo, hi)`` independently
+                                       (motion blur's angle is drawn by its sampler,
+                                       ``U(-45, 45)`` degrees)
+zoom_blur                              largest zoom ``U[lo, hi)`` of the levels' largest
+                                       zooms, step ``U[lo, hi)`` of the levels' steps; zooms
+                                       ``1, 1 + step, ...`` up to the largest (the tables'
+                                       ``arange(1, top, step)`` form)
+stain_deposit                          max marks int on ``lo..hi``; the 24 px inks (the
+                                       reference's augmentation path uses key ``'3'``)
+bubble                                 (max radius, max bubbles), ints on ``lo..hi`` each
+characters                             (max words int, max letters int, max font scale float)
+=====================================  =====================================================
+
+Randomness (no global state is ever touched):
+
+* **stream mode** (``aug(img)``): a :class:`numpy.random.Generator` (PCG64) seeded from
+  ``seed``. Inside a torch ``DataLoader`` worker the stream is re-derived, at the worker's first
+  call, from ``torch.utils.data.get_worker_info().seed`` (and ``seed``): workers draw different
+  streams, every epoch differs, and under a fixed ``torch.manual_seed`` (or DataLoader
+  ``generator``) the whole epoch repeats exactly. With ``seed=None`` each process that is not a
+  DataLoader worker draws fresh OS entropy; with an int seed, copies of the transform in other
+  processes repeat the same stream (as a copied numpy Generator does): use keyed mode there.
+* **keyed mode** (``aug(img, index=i, epoch=e)``, :meth:`AugMedMNISTC.batch` with ``start``,
+  :class:`AugmentedDataset`): the draws are a pure function of (seed, dataset, index, epoch),
+  whatever the number of workers, batch split or order. With ``seed=None`` a seed is drawn once
+  when the transform is built and travels with it to workers.
+
+References
+----------
+F. Di Salvo, S. Doerrich, C. Ledig, "MedMNIST-C: Comprehensive benchmark and improved classifier
+robustness by simulating realistic image corruptions", arXiv:2406.17536 (2024), section 4
+(corruptions as augmentation). Reference implementation: ``medmnistc`` 0.1.0,
+``medmnistc/augmentation.py`` (``AugMedMNISTC``) and the ``augmentation=True`` branches of
+``medmnistc/corruptions/*.py``.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import sys
+import zlib
+from typing import Any, Mapping, NamedTuple, Sequence
+
+import numpy as np
+
+from . import registry, rng
+from ._validation import (_is_int, as_hwc, as_nhwc, check_corruption, check_nonneg_int,
+                          check_seed)
+from .api import _check_threads, _pool, get_num_threads, sample_values
+from .corruptions import kind_of
+from .corruptions.artifacts import INK_SIDES
+
+__all__ = ["AugMedMNISTC", "AugmentedDataset", "EpochSampler", "Op", "param_range"]
+
+#: Name of the no-op choice.
+IDENTITY = "identity"
+
+#: Ink set (pixels at 224 px) of stain_deposit in augmentation: the reference's augmentation
+#: path calls ``self.inks[str(max(3, severity))]`` with the default ``severity=-1``, i.e. key '3'.
+AUG_INK_SIDE = INK_SIDES["3"]
+
+#: Noise parameters are drawn uniformly from this many equally spaced values between the
+#: smallest and largest table value (both included), not from a continuum: the exact noise
+#: kernels build a 256 x 256 law and alias table per parameter value (about 8 ms and 0.8 MB,
+#: cached in :mod:`medmnistc_fast.corruptions.noise`), so a continuum would rebuild them on
+#: every call and fill the caches (about 200 MB per process). 17 values: a quarter of the
+#: spacing between levels of a five-level table; at most 4 x 17 cached tables (55 MB).
+NOISE_GRID_POINTS = 17
+
+# How each corruption's table entry is drawn: a tuple of component rules ("float", "int",
+# "odd"), or a special rule name. Unlisted names are not supported (pathology suite kinds).
+_RULES: dict = {
+    "pixelate": ("float",),
+    "jpeg_compression": ("int",),
+    "gaussian_noise": ("grid",),
+    "speckle_noise": ("grid",),
+    "impulse_noise": ("grid",),
+    "shot_noise": ("grid",),
+    "defocus_blur": ("float", "float"),
+    "motion_blur": ("float", "float"),
+    "zoom_blur": "zoom",
+    "gaussian_blur": ("odd",),
+    "brightness_up": ("float",),
+    "brightness_down": ("float",),
+    "contrast_up": ("float",),
+    "contrast_down": ("float",),
+    "gamma_corr_up": ("float",),
+    "gamma_corr_down": ("float",),
+    "saturate": ("float",),
+    "stain_deposit": "stain",
+    "bubble": ("int", "int"),
+    "black_corner": ("float",),
+    "characters": ("int", "int", "float"),
+}
+
+
+_NOISE_NAMES = frozenset(name for name, rule in _RULES.items() if rule == ("grid",))
+
+
+class Op(NamedTuple):
+    """One drawn operation.
+
+    corruption : str
+        A registry corruption name, or ``"identity"``.
+    param : Any
+        The drawn parameter, in the units and form of a severity-table entry (pixels at the
+        table's reference size, 224 px); None for identity.
+    key : int
+        64-bit key from which the corruption's sampler draws its own random values (motion
+        angle, noise stream, positions); 0 for identity.
+    """
+
+    corruption: str
+    param: Any
+    key: int
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameter ranges and draws
+# ---------------------------------------------------------------------------------------------
+
+def _zoom_features(zooms) -> tuple:
+    """(largest zoom, step) of one zoom_blur table entry ``arange(1, top, step)``."""
+    return (max(zooms), zooms[1] - zooms[0])
+
+
+def param_range(dataset: str, corruption: str, levels=(1, 5)) -> tuple:
+    """The per-component ``(low, high)`` ranges the augmentation draws ``corruption`` from.
+
+    Parameters
+    ----------
+    dataset : str
+        One of :data:`medmnistc_fast.DATASETS`.
+    corruption : str
+        One of ``medmnistc_fast.corruptions(dataset)``.
+    levels : (int, int)
+        Inclusive range of severity levels (1..5) whose table entries bound the draws.
+
+    Returns
+    -------
+    tuple of (low, high) pairs
+        One pair per parameter component: the smallest and largest table value over the
+        levels. For zoom_blur: ((low, high) of the largest zoom, (low, high) of the step). For
+        stain_deposit: ((low, high) of the maximum number of marks,).
+
+    Raises
+    ------
+    ValueError, TypeError
+        Unknown names, bad ``levels``.
+    """
+    dataset = _check_dataset_aug(dataset)
+    corruption = check_corruption(dataset, corruption)
+    lo, hi = _check_levels(levels)
+    rows = registry.TABLES[dataset][corruption][lo - 1:hi]
+    rule = _RULES[corruption]
+    if rule == "zoom":
+        rows = [_zoom_features(z) for z in rows]
+    elif not isinstance(rows[0], tuple):
+        rows = [(r,) for r in rows]
+    return tuple((min(col), max(col)) for col in zip(*rows))
+
+
+def _draw_component(g: np.random.Generator, kind: str, lo, hi):
+    if kind == "float":
+        return float(g.uniform(lo, hi)) if hi > lo else float(lo)
+    if kind == "grid":
+        j = int(g.integers(0, NOISE_GRID_POINTS))
+        return float(lo + (hi - lo) * j / (NOISE_GRID_POINTS - 1))
+    if kind == "int":
+        return int(g.integers(int(lo), int(hi), endpoint=True))
+    # odd: uniform over the odd values in [lo, hi]
+    first = int(lo) + (1 - int(lo) % 2)
+    count = (int(hi) - first) // 2
+    return first + 2 * int(g.integers(0, max(count, 0), endpoint=True))
+
+
+def _draw_param(g: np.random.Generator, corruption: str, ranges: tuple):
+    rule = _RULES[corruption]
+    if rule == "zoom":
+        top = _draw_component(g, "float", *ranges[0])
+        step = _draw_component(g, "float", *ranges[1])
+        n = int(math.floor((top - 1.0) / step + 1e-9)) + 1
+        return tuple(1.0 + step * k for k in range(max(n, 1)))
+    if rule == "stain":
+        return (_draw_component(g, "int", *ranges[0]), AUG_INK_SIDE)
+    values = tuple(_draw_component(g, k, lo, hi) for k, (lo, hi) in zip(rule, ranges))
+    return values[0] if len(values) == 1 else values
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument checks
+# ---------------------------------------------------------------------------------------------
+
+def _check_dataset_aug(dataset) -> str:
+    if not isinstance(dataset, str):
+        raise TypeError(f"dataset must be a str, one of: {', '.join(map(repr, registry.DATASETS))};"
+                        f" got {type(dataset).__name__}")
+    if dataset not in registry.DATASETS:
+        raise ValueError(f"unknown dataset {dataset!r} for augmentation; valid datasets: "
+                         f"{', '.join(map(repr, registry.DATASETS))}")
+    return dataset
+
+
+def _check_levels(levels) -> tuple:
+    ok = (isinstance(levels, (tuple, list)) and len(levels) == 2
+          and all(_is_int(v) for v in levels))
+    if not ok:
+        raise TypeError(f"levels must be a pair (low, high) of ints in 1..{registry.N_SEVERITIES};"
+                        f" got {levels!r}")
+    lo, hi = int(levels[0]), int(levels[1])
+    if not 1 <= lo <= hi <= registry.N_SEVERITIES:
+        raise ValueError(f"levels must satisfy 1 <= low <= high <= {registry.N_SEVERITIES}; "
+                         f"got {levels!r}")
+    return lo, hi
+
+
+def _select(dataset, corruptions, folds) -> list:
+    available = list(registry.TABLES[dataset])
+    if corruptions is None:
+        chosen = available
+    else:
+        if isinstance(corruptions, str) or not isinstance(corruptions, (Sequence, set, frozenset)):
+            raise TypeError("corruptions must be a sequence of corruption names (or None for "
+                            f"all of {dataset!r}: {', '.join(map(repr, available))}); "
+                            f"got {corruptions!r}")
+        wanted = {check_corruption(dataset, c) for c in corruptions}
+        chosen = [c for c in available if c in wanted]
+    if folds is not None:
+        if isinstance(folds, str):
+            folds = (folds,)
+        names = set()
+        for f in folds:
+            if f not in registry.FOLDS:
+                raise ValueError(f"unknown fold {f!r}; valid folds: "
+                                 f"{', '.join(map(repr, registry.FOLDS))}")
+            names.update(registry.FOLDS[f])
+        chosen = [c for c in chosen if c in names]
+    return chosen
+
+
+def _check_weights(weights, choices: list) -> np.ndarray:
+    w = np.ones(len(choices))
+    if weights is not None:
+        if not isinstance(weights, Mapping):
+            raise TypeError("weights must be a mapping {choice name: weight >= 0} (choices: "
+                            f"{', '.join(map(repr, choices))}); got {type(weights).__name__}")
+        for name, value in weights.items():
+            if name not in choices:
+                raise ValueError(f"weights has unknown choice {name!r}; valid choices: "
+                                 f"{', '.join(map(repr, choices))}")
+            if (not isinstance(value, numbers.Real) or isinstance(value, bool)
+                    or not math.isfinite(value) or value < 0):
+                raise ValueError(f"weights[{name!r}] must be a finite real number >= 0; "
+                                 f"got {value!r}")
+            w[choices.index(name)] = float(value)
+    if not w.sum() > 0:
+        raise ValueError("weights must give at least one choice a positive weight")
+    return w / w.sum()
+
+
+# ---------------------------------------------------------------------------------------------
+# Image type adapters (PIL / ndarray / torch tensor)
+# ---------------------------------------------------------------------------------------------
+
+def _float_to_u8(x: np.ndarray, name: str) -> np.ndarray:
+    """Float image in [0, 1] -> uint8 by ``floor(x * 255 + 0.5)`` (round half up)."""
+    if not np.isfinite(x).all():
+        raise ValueError(f"{name}: floating images must be finite, with values in [0, 1]")
+    if x.size and (x.min() < 0 or x.max() > 1):
+        raise ValueError(f"{name}: floating images must have values in [0, 1]; got range "
+                         f"[{float(x.min())}, {float(x.max())}]")
+    return np.floor(x.astype(np.float64) * 255.0 + 0.5).astype(np.uint8)
+
+
+def _torch():
+    """The torch module if it is already imported (never imports it)."""
+    return sys.modules.get("torch")
+
+
+def _is_tensor(x) -> bool:
+    torch = _torch()
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _is_pil(x) -> bool:
+    pil = sys.modules.get("PIL.Image")
+    return pil is not None and isinstance(x, pil.Image)
+
+
+_FLOAT_TENSOR_NAMES = ("float16", "bfloat16", "float32", "float64")
+
+
+class _Adapter(NamedTuple):
+    """How to turn the working uint8 array back into the caller's type."""
+
+    kind: str        # "numpy", "pil", "tensor"
+    shape: tuple     # caller's shape
+    dtype: Any       # caller's dtype (numpy dtype or torch dtype)
+    ref: Any         # the tensor (for device/subclass) or PIL mode
+    batched: bool
+
+
+def _to_array(image, name: str, batched: bool):
+    """Caller's image -> (uint8 ndarray (H, W, C) or (N, H, W, C), _Adapter)."""
+    if isinstance(image, np.ndarray):
+        arr = image
+        if arr.dtype.kind == "f":
+            arr = _float_to_u8(arr, name)
+        elif arr.dtype != np.uint8:
+            raise TypeError(f"{name} must have dtype uint8, or a floating dtype with values in "
+                            f"[0, 1]; got {arr.dtype}")
+        work = as_nhwc(arr, name) if batched else as_hwc(arr, name)
+        return work, _Adapter("numpy", image.shape, image.dtype, None, batched)
+    if _is_tensor(image):
+        torch = _torch()
+        t = image.detach()
+        want = 4 if batched else 3
+        layout = "(N, C, H, W)" if batched else "(C, H, W)"
+        if t.ndim != want or t.shape[-3] not in (1, 3):
+            raise ValueError(f"{name} (a torch tensor) must have shape {layout} with C = 1 or 3; "
+                             f"got shape {tuple(t.shape)}")
+        if t.dtype != torch.uint8 and not t.dtype.is_floating_point:
+            raise TypeError(f"{name} (a torch tensor) must have dtype torch.uint8, or a floating "
+                            f"dtype ({', '.join(_FLOAT_TENSOR_NAMES)}) with values in [0, 1]; "
+                            f"got {t.dtype}")
+        t = t.cpu()
+        if t.dtype == torch.uint8:
+            arr = t.numpy()
+        else:
+            arr = _float_to_u8(t.to(torch.float64).numpy(), name)
+        arr = np.moveaxis(arr, -3, -1)
+        work = as_nhwc(arr, name) if batched else as_hwc(arr, name)
+        return work, _Adapter("tensor", tuple(image.shape), image.dtype, image, batched)
+    if _is_pil(image) and not batched:
+        if image.mode not in ("L", "RGB"):
+            raise ValueError(f"{name} (a PIL image) must have mode 'L' or 'RGB'; got mode "
+                             f"{image.mode!r} (convert it first, e.g. image.convert('RGB'))")
+        arr = np.asarray(image, dtype=np.uint8)
+        return as_hwc(arr, name), _Adapter("pil", arr.shape, np.uint8, image.mode, False)
+    allowed = ("a uint8 or float ndarray (N, H, W[, C]) or a torch tensor (N, C, H, W)"
+               if batched else "a PIL image (mode 'L' or 'RGB'), an ndarray (H, W[, C]) or a "
+               "torch tensor (C, H, W)")
+    raise TypeError(f"{name} must be {allowed}; got {type(image).__name__}")
+
+
+def _from_array(out: np.ndarray, ad: _Adapter):
+    """Working uint8 array (H, W, C) / (N, H, W, C) -> the caller's type, shape and dtype."""
+    if ad.kind == "numpy":
+        if ad.dtype == np.uint8:
+            return np.ascontiguousarray(out.reshape(ad.shape))
+        return (out.reshape(ad.shape).astype(ad.dtype) / ad.dtype.type(255)).astype(ad.dtype)
+    if ad.kind == "pil":
+        from PIL import Image
+
+        arr = np.ascontiguousarray(out.reshape(ad.shape))
+        mode = "L" if arr.ndim == 2 else "RGB"
+        # Image.fromarray without its array-interface parsing (2x faster at 224 px).
+        return Image.frombuffer(mode, (arr.shape[1], arr.shape[0]), arr, "raw", mode, 0, 1)
+    torch = _torch()
+    res = torch.from_numpy(np.ascontiguousarray(np.moveaxis(out, -1, -3)))
+    if ad.dtype != torch.uint8:
+        res = res.to(ad.dtype) / 255
+    dst = ad.ref.detach().clone()  # keeps the device and tensor subclass (tv_tensors.Image)
+    dst.copy_(res.reshape(ad.shape))
+    return dst
+
+
+# ---------------------------------------------------------------------------------------------
+# Randomness
+# ---------------------------------------------------------------------------------------------
+
+_AUG_TAG = zlib.crc32(b"medmnistc_fast.augment")
+_STREAM_WORKER_TAG = 1
+_STREAM_MAIN_TAG = 0
+
+
+def _worker_seed():
+    """``torch.utils.data.get_worker_info().seed`` inside a DataLoader worker, else None.
+
+    Does not import torch: outside a process that imported it there can be no worker.
+    """
+    torch = _torch()
+    if torch is None:
+        return None
+    try:
+        info = torch.utils.data.get_worker_info()
+    except AttributeError:  # torch partially imported
+        return None
+    return None if info is None else int(info.seed)
+
+
+# ---------------------------------------------------------------------------------------------
+# The transform
+# ---------------------------------------------------------------------------------------------
+
+class AugMedMNISTC:
+    """Random MedMNIST-C corruption as a training transform (torchvision-compatible).
+
+    Parameters
+    ----------
+    dataset : str
+        One of :data:`medmnistc_fast.DATASETS`; its corruptions and severity tables are used.
+    corruptions : sequence of str, optional
+        Subset of ``medmnistc_fast.corruptions(dataset)`` (default: all of them).
+    folds : str or sequence of str, optional
+        Keep only corruptions of these categories (keys of :data:`medmnistc_fast.FOLDS`:
+        'digital', 'noise', 'blur', 'color', 'task-specific'); filters ``corruptions``.
+    identity : bool, default True
+        Include the no-op among the choices (the reference always does).
+    weights : mapping of str to float, optional
+        Relative weight (>= 0) of a choice (a corruption name or ``"identity"``); choices not
+        listed weigh 1. Default: uniform over the choices (the reference's rule).
+    n_ops : int >= 1, default 1
+        Operations applied in a row per call, each chosen independently (with replacement),
+        like RandAugment's N (the paper's stated future work).
+    levels : (int, int), default (1, 5)
+        Severity levels whose table values bound the parameter draws (see
+        :func:`param_range`).
+    seed : int >= 0 or None
+        Seeds the stream (and keyed mode). None: fresh OS entropy. See the module docstring for
+        how DataLoader workers derive their streams.
+
+    Notes
+    -----
+    Accepted images (:meth:`__call__`): a PIL image of mode 'L' or 'RGB'; an ndarray of shape
+    ``(H, W)``, ``(H, W, 1)`` or ``(H, W, 3)``; a torch tensor ``(C, H, W)`` with C = 1 or 3.
+    H, W >= 8. dtype uint8, or floating with values in [0, 1] (ndarray or tensor), converted
+    to uint8 by ``floor(x * 255 + 0.5)`` and back by ``/ 255`` (the corruptions are defined on
+    8-bit images, so float inputs are quantised to 256 levels). The result has the input's
+    type, shape, dtype (and, for tensors, device and subclass) and is always a new object;
+    the input is never modified. 1-channel images are gray MedMNIST images: noises follow the
+    reference's L -> RGB -> corrupt -> L pipeline, exactly as :func:`medmnistc_fast.corrupt`.
+
+    The reference's ``AugMedMNISTC`` (``medmnistc/augmentation.py``) returns PIL for identity
+    and an ndarray otherwise, rejects ndarrays for most corruptions, uses global random state,
+    draws ``uniform(first, last)`` (wrong for descending tables), always applies impulse noise
+    with the same fixed mask (``default_rng(99999)``), crashes below 224 px for several
+    corruptions, and also uses the sixth table entries where the reference lists one; here
+    only the five levels bound the draws.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from medmnistc_fast.augment import AugMedMNISTC
+    >>> aug = AugMedMNISTC("pathmnist", seed=0)
+    >>> x = np.zeros((28, 28, 3), np.uint8)
+    >>> aug(x).shape
+    (28, 28, 3)
+    """
+
+    def __init__(self, dataset: str, *, corruptions=None, folds=None, identity: bool = True,
+                 weights: Mapping | None = None, n_ops: int = 1, levels=(1, 5), seed=None):
+        self.dataset = _check_dataset_aug(dataset)
+        if not isinstance(identity, (bool, np.bool_)):
+            raise TypeError(f"identity must be a bool; got {identity!r}")
+        self.levels = _check_levels(levels)
+        names = _select(self.dataset, corruptions, folds)
+        self.choices = tuple(names + ([IDENTITY] if identity else []))
+        if not self.choices:
+            raise ValueError("no choice left: the corruptions/folds selection is empty and "
+                             "identity=False")
+        self.probabilities = _check_weights(weights, list(self.choices))
+        self._cdf = np.cumsum(self.probabilities)
+        self.n_ops = check_nonneg_int(n_ops, "n_ops")
+        if self.n_ops < 1:
+            raise ValueError(f"n_ops must be an int >= 1; got {n_ops!r}")
+        self.seed = check_seed(seed)
+        # Keyed mode needs a seed even when none is given: drawn once, travels to workers.
+        self._key_seed = rng.fresh_seed() if self.seed is None else self.seed
+        self._ranges = {c: param_range(self.dataset, c, self.levels) for c in names}
+        self._ref_size = registry.REFERENCE_SIZES[self.dataset]
+        self._names = frozenset(names)  # kinds are looked up per call: they do not pickle
+        self._epoch_bases: dict = {}
+        self._gen = None
+        self._owner = None
+
+    # -- randomness ---------------------------------------------------------------------------
+
+    def _stream(self) -> np.random.Generator:
+        """The generator of the current context (main process, DataLoader worker, fork)."""
+        wseed = _worker_seed()
+        owner = ("worker", wseed) if wseed is not None else ("process", os.getpid())
+        if owner != self._owner:
+            if wseed is not None:
+                entropy = wseed if self.seed is None else [self.seed, wseed]
+                seq = np.random.SeedSequence(entropy, spawn_key=(_AUG_TAG, _STREAM_WORKER_TAG))
+            elif self._gen is None or self.seed is None:
+                # First use, or a new process with seed=None: (fresh) entropy.
+                entropy = rng.fresh_seed() if self.seed is None else self.seed
+                seq = np.random.SeedSequence(entropy, spawn_key=(_AUG_TAG, _STREAM_MAIN_TAG))
+            else:
+                seq = None  # a copy in another process with an int seed: keep the stream
+            if seq is not None:
+                self._gen = np.random.Generator(np.random.PCG64(seq))
+            self._owner = owner
+        return self._gen
+
+    def _keyed(self, index: int, epoch: int) -> np.random.Generator:
+        base = self._epoch_bases.get(epoch)
+        if base is None:
+            seq = np.random.SeedSequence(
+                self._key_seed, spawn_key=(_AUG_TAG, zlib.crc32(self.dataset.encode()), 2, epoch))
+            base = int(seq.generate_state(1, np.uint64)[0])
+            if len(self._epoch_bases) > 64:
+                self._epoch_bases.clear()
+            self._epoch_bases[epoch] = base
+        return rng.generator(int(rng.image_keys(base, index)))
+
+    def _generator(self, index, epoch) -> np.random.Generator:
+        if index is None:
+            if epoch is not None:
+                raise ValueError("epoch is only used with index (keyed mode); got index=None")
+            return self._stream()
+        index = check_nonneg_int(index, "index")
+        epoch = 0 if epoch is None else check_nonneg_int(epoch, "epoch")
+        return self._keyed(index, epoch)
+
+    def _draw_ops(self, g: np.random.Generator) -> tuple:
+        # Inverse-CDF choice (a zero-weight choice has an empty interval and is never picked).
+        picks = np.minimum(np.searchsorted(self._cdf, g.random(self.n_ops), side="right"),
+                           len(self.choices) - 1)
+        ops = []
+        for p in picks.tolist():
+            name = self.choices[p]
+            if name == IDENTITY:
+                ops.append(Op(IDENTITY, None, 0))
+                continue
+            param = _draw_param(g, name, self._ranges[name])
+            key = int(g.integers(0, 2**64, dtype=np.uint64))
+            ops.append(Op(name, param, key))
+        return tuple(ops)
+
+    def draw(self, *, index=None, epoch=None) -> tuple:
+        """Draw the operations of one call without applying them.
+
+        Parameters
+        ----------
+        index, epoch : int >= 0, optional
+            As in :meth:`__call__` (keyed mode when ``index`` is given; the stream advances
+            otherwise).
+
+        Returns
+        -------
+        tuple of Op
+            ``n_ops`` operations; ``aug.apply(img, aug.draw(...))`` is what ``aug(img, ...)``
+            computes.
+        """
+        return self._draw_ops(self._generator(index, epoch))
+
+    def warm_up(self) -> "AugMedMNISTC":
+        """Compile or load every kernel this transform can use and build all noise tables.
+
+        Runs each choice once on small gray and RGB images and each noise corruption at every
+        value of its :data:`NOISE_GRID_POINTS` grid (at most 4 x 17 tables of 0.8 MB, about
+        8 ms each). Call it in the main process before creating a DataLoader: forked workers
+        then share the compiled kernels and tables instead of each building them during its
+        first epoch. Draws nothing from the transform's random streams.
+
+        Returns
+        -------
+        self
+        """
+        for channels in (1, 3):
+            tiny = np.full((16, 16, channels), 128, np.uint8)
+            for name in self._names:
+                g = np.random.Generator(np.random.PCG64(0))  # local, fixed: not a user stream
+                params = [_draw_param(g, name, self._ranges[name])]
+                if name in _NOISE_NAMES and channels == 3:
+                    lo, hi = self._ranges[name][0]
+                    params = [float(lo + (hi - lo) * j / (NOISE_GRID_POINTS - 1))
+                              for j in range(NOISE_GRID_POINTS)]
+                for p in params:
+                    self._apply_hwc(tiny, [Op(name, p, 0)])
+        return self
+
+    # -- application --------------------------------------------------------------------------
+
+    def _apply_hwc(self, hwc: np.ndarray, ops) -> np.ndarray:
+        out = hwc
+        for op in ops:
+            if op.corruption == IDENTITY:
+                continue
+            kind = kind_of(self.dataset, op.corruption)
+            # Context severity is unused by these samplers given explicit parameters (the only
+            # severity-dependent rule, stain_deposit's ink set, receives an explicit ink side).
+            values = sample_values(kind, op.param, (1, self._ref_size), out.shape, op.key)
+            out = kind.kernel(out, **values)
+        if out is hwc:
+            out = hwc.copy()
+        return out
+
+    def apply(self, image, ops):
+        """Apply drawn operations (from :meth:`draw`) to one image.
+
+        Parameters
+        ----------
+        image : PIL image, ndarray or torch tensor
+            As in :meth:`__call__`.
+        ops : sequence of Op
+            Operations of this transform's choices.
+
+        Returns
+        -------
+        Same type, shape and dtype as ``image`` (new object).
+
+        Raises
+        ------
+        TypeError, ValueError
+            Bad image (see :meth:`__call__`); an op whose corruption is not one of
+            ``self.choices``.
+        """
+        for op in ops:
+            if op.corruption != IDENTITY and op.corruption not in self._names:
+                raise ValueError(f"ops has corruption {op.corruption!r}, not among this "
+                                 f"transform's choices: {', '.join(map(repr, self.choices))}")
+        hwc, ad = _to_array(image, "image", batched=False)
+        return _from_array(self._apply_hwc(hwc, ops), ad)
+
+    def __call__(self, image, *, index=None, epoch=None):
+        """Corrupt one image with a randomly drawn corruption (or leave it unchanged).
+
+        Parameters
+        ----------
+        image : PIL.Image.Image, ndarray or torch.Tensor
+            PIL mode 'L' or 'RGB'; ndarray ``(H, W)``, ``(H, W, 1)`` or ``(H, W, 3)``; tensor
+            ``(C, H, W)``, C in {1, 3}. uint8, or floating in [0, 1] (ndarray, tensor).
+            H, W >= 8.
+        index : int >= 0, optional
+            Sample index: keyed mode, the draws are a pure function of (seed, dataset, index,
+            epoch). Default: stream mode.
+        epoch : int >= 0, optional
+            Epoch for keyed mode (default 0). Only with ``index``.
+
+        Returns
+        -------
+        Same type, shape and dtype as ``image``; always a new object.
+
+        Raises
+        ------
+        TypeError
+            Unsupported image type or dtype; non-int index/epoch.
+        ValueError
+            Bad shape or channel count, side < 8, PIL mode other than L/RGB, float values
+            outside [0, 1] or not finite, negative index/epoch, epoch without index.
+        """
+        g = self._generator(index, epoch)
+        hwc, ad = _to_array(image, "image", batched=False)
+        return _from_array(self._apply_hwc(hwc, self._draw_ops(g)), ad)
+
+    def batch(self, images, *, start=None, epoch=None, num_threads=None):
+        """Augment a batch with independent draws per image.
+
+        Parameters
+        ----------
+        images : ndarray or torch.Tensor
+            ndarray ``(N, H, W)``, ``(N, H, W, 1)`` or ``(N, H, W, 3)``; tensor
+            ``(N, C, H, W)``. uint8, or floating in [0, 1].
+        start : int >= 0, optional
+            Keyed mode: image ``i`` uses index ``start + i``, so
+            ``batch(X, start=a, epoch=e)[i]`` equals ``aug(X[i], index=a + i, epoch=e)``.
+            Default: stream mode (one draw per image, in order).
+        epoch : int >= 0, optional
+            Epoch for keyed mode (default 0).
+        num_threads : int >= 1, optional
+            Threads to spread the images over (kernels release the GIL); the result does not
+            depend on it. Default :func:`medmnistc_fast.get_num_threads`.
+
+        Returns
+        -------
+        Same type, shape and dtype as ``images`` (new object).
+
+        Raises
+        ------
+        TypeError, ValueError
+            As in :meth:`__call__`; also for bad ``start`` or ``num_threads``.
+        """
+        nhwc, ad = _to_array(images, "images", batched=True)
+        threads = get_num_threads() if num_threads is None else _check_threads(num_threads)
+        n = nhwc.shape[0]
+        if start is None:
+            if epoch is not None:
+                raise ValueError("epoch is only used with start (keyed mode); got start=None")
+            g = self._stream()
+            plans = [self._draw_ops(g) for _ in range(n)]
+        else:
+            start = check_nonneg_int(start, "start")
+            ep = 0 if epoch is None else check_nonneg_int(epoch, "epoch")
+            plans = [self._draw_ops(self._keyed(start + i, ep)) for i in range(n)]
+        out = np.empty_like(nhwc)
+
+        def run(lo: int, hi: int) -> None:
+            for i in range(lo, hi):
+                out[i] = self._apply_hwc(nhwc[i], plans[i])
+
+        threads = max(1, min(threads, n))
+        if threads == 1:
+            run(0, n)
+        else:
+            bounds = np.linspace(0, n, min(n, threads * 4) + 1).astype(int)
+            futures = [_pool(threads).submit(run, lo, hi)
+                       for lo, hi in zip(bounds[:-1], bounds[1:])]
+            for f in futures:
+                f.result()
+        return _from_array(out, ad)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(dataset={self.dataset!r}, choices={list(self.choices)!r}, "
+                f"n_ops={self.n_ops}, levels={self.levels}, seed={self.seed!r})")
+
+
+# ---------------------------------------------------------------------------------------------
+# Keyed mode in data loaders
+# ---------------------------------------------------------------------------------------------
+
+class AugmentedDataset:
+    """A map-style dataset applying an :class:`AugMedMNISTC` keyed by (sample index, epoch).
+
+    The output is a pure function of (transform seed, index, epoch) and the sample: it does not
+    depend on the number of DataLoader workers, the batch size or the order. Works with a torch
+    ``DataLoader`` (which needs only ``__getitem__`` and ``__len__``) without importing torch.
+
+    Parameters
+    ----------
+    dataset : indexable
+        ``dataset[i]`` is an image or a tuple whose first element is the image (for example a
+        ``medmnist`` dataset with ``transform=None``, which returns ``(PIL image, label)``), or
+        an ndarray of images ``(N, H, W[, C])``.
+    augment : AugMedMNISTC
+    transform : callable, optional
+        Applied to the augmented image (for example ``torchvision.transforms.ToTensor()``).
+    epoch : int >= 0, default 0
+        Current epoch; change it with :meth:`set_epoch` before creating each epoch's iterator.
+
+    Notes
+    -----
+    ``set_epoch`` changes this object in the main process; DataLoader workers copy it when an
+    iterator starts, so it reaches them with the default ``persistent_workers=False``. With
+    persistent workers, pass the epoch through the sampler instead: wrap it in
+    :class:`EpochSampler` (``dataset[(i, epoch)]`` is accepted).
+    """
+
+    def __init__(self, dataset, augment: AugMedMNISTC, *, transform=None, epoch: int = 0):
+        if not isinstance(augment, AugMedMNISTC):
+            raise TypeError(f"augment must be an AugMedMNISTC; got {type(augment).__name__}")
+        if not hasattr(dataset, "__getitem__") or not hasattr(dataset, "__len__"):
+            raise TypeError("dataset must support len() and indexing; got "
+                            f"{type(dataset).__name__}")
+        if transform is not None and not callable(transform):
+            raise TypeError(f"transform must be callable or None; got {type(transform).__name__}")
+        self.dataset = dataset
+        self.augment = augment
+        self.transform = transform
+        self.epoch = check_nonneg_int(epoch, "epoch")
+
+    def set_epoch(self, epoch: int) -> None:
+        """Set the epoch used for keys from now on (int >= 0)."""
+        self.epoch = check_nonneg_int(epoch, "epoch")
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, item):
+        """``(augmented image, *rest)`` for ``item = i`` or ``item = (i, epoch)``."""
+        if isinstance(item, tuple) and len(item) == 2:
+            index, epoch = check_nonneg_int(item[0], "index"), check_nonneg_int(item[1], "epoch")
+        else:
+            index, epoch = check_nonneg_int(item, "index"), self.epoch
+        if index >= len(self.dataset):
+            raise IndexError(f"index {index} out of range for a dataset of {len(self.dataset)}")
+        sample = self.dataset[index]
+        is_tuple = isinstance(sample, tuple)
+        image = sample[0] if is_tuple else sample
+        image = self.augment(image, index=index, epoch=epoch)
+        if self.transform is not None:
+            image = self.transform(image)
+        return (image,) + tuple(sample[1:]) if is_tuple else image
+
+
+class EpochSampler:
+    """Wrap an index sampler to yield ``(index, epoch)`` pairs for :class:`AugmentedDataset`.
+
+    Needed only with ``persistent_workers=True`` (where the dataset's epoch cannot reach the
+    workers); the sampler lives in the main process.
+
+    Parameters
+    ----------
+    sampler : iterable of int, or int
+        Any sampler (``torch.utils.data.RandomSampler(ds)``) or iterable of indices; an int n
+        means ``range(n)``.
+    epoch : int >= 0, default 0
+    """
+
+    def __init__(self, sampler, epoch: int = 0):
+        self.sampler = range(check_nonneg_int(sampler, "sampler")) if _is_int(sampler) else sampler
+        self.epoch = check_nonneg_int(epoch, "epoch")
+
+    def set_epoch(self, epoch: int) -> None:
+        """Set the epoch paired with the indices from now on (int >= 0); also forwarded to the
+        wrapped sampler when it has ``set_epoch`` (``DistributedSampler``)."""
+        self.epoch = check_nonneg_int(epoch, "epoch")
+        if hasattr(self.sampler, "set_epoch"):
+            self.sampler.set_epoch(self.epoch)
+
+    def __iter__(self):
+        epoch = self.epoch
+        for i in self.sampler:
+            yield (int(i), epoch)
+
+    def __len__(self) -> int:
+        return len(self.sampler)

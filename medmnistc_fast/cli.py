@@ -1,0 +1,253 @@
+"""The ``medmnistc-fast`` console command: ``generate``, ``preview`` and ``list``.
+
+Examples
+--------
+::
+
+    medmnistc-fast generate --sample --dataset pathmnist --out medmnistc_sample
+    medmnistc-fast generate --dataset all --root ~/.medmnist --size 224 --out medmnistc --workers 8
+    medmnistc-fast generate --dataset tissuemnist --scheduler tcp://head:8786 \
+        --format zarr --out /shared/mc
+    medmnistc-fast preview --sample --dataset dermamnist --index 3 --out dermamnist.png
+    medmnistc-fast list --dataset chestmnist --json
+
+Exit status: 0 on success, 2 for bad arguments or inputs (one line on stderr, no traceback),
+130 when interrupted. Progress bars go to stderr; ``--quiet`` turns them off.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+__all__ = ["main"]
+
+_PROG = "medmnistc-fast"
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}")
+    return v
+
+
+def _nonneg_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0; got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0; got {text!r}")
+    return v
+
+
+def _add_source(p: argparse.ArgumentParser) -> None:
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--root", metavar="DIR", default=None,
+                     help="folder of the MedMNIST+ files ({flag}.npz at 28 px, "
+                          "{flag}_{size}.npz otherwise; default ~/.medmnist)")
+    src.add_argument("--sample", action="store_true",
+                     help="use the embedded sample (real images shipped in scikit-image and "
+                          "pydicom) instead of MedMNIST+ files")
+    p.add_argument("--sample-n", type=_positive_int, default=30, metavar="N",
+                   help="images per split of the sample (default 30)")
+    p.add_argument("--size", type=_positive_int, default=224,
+                   help="image side in pixels: 28, 64, 128 or 224 (default 224)")
+    p.add_argument("--split", default="test", choices=("test", "val", "train"),
+                   help="split to read (default test)")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    from ._version import __version__
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bars or summary")
+
+    parser = argparse.ArgumentParser(
+        prog=_PROG, description="Fast, reproducible MedMNIST-C corruptions.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    g = sub.add_parser(
+        "generate", parents=[common],
+        help="write corrupted sets ({out}/{flag}/{corruption}.npz)",
+        description="Write one file per corruption: {out}/{flag}/{corruption}.npz with "
+                    "{split}_images (kN, H, W[, 3]) uint8 and {split}_labels (kN, L), "
+                    "severity-major (rows [j*N:(j+1)*N] = j-th selected severity, ascending), "
+                    "plus {out}/{flag}/manifest.json. Splits other than test go to "
+                    "{out}/{flag}_{split}/. Re-running resumes.")
+    g.add_argument("--dataset", required=True, metavar="NAME",
+                   help="a dataset flag, a comma-separated list, or 'all'")
+    _add_source(g)
+    g.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    g.add_argument("--corruptions", metavar="A,B", default=None,
+                   help="comma-separated subset of corruptions (default: all of the dataset's)")
+    g.add_argument("--severities", metavar="1,3", default=None,
+                   help="comma-separated subset of levels 1..5 (default all five)")
+    g.add_argument("--seed", type=_nonneg_int, default=0, help="random seed (default 0)")
+    par = g.add_mutually_exclusive_group()
+    par.add_argument("--workers", type=_positive_int, default=None, metavar="N",
+                     help="worker processes on this machine (default: available CPUs)")
+    par.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                     help="run on a Dask distributed cluster: scheduler address "
+                          "(tcp://host:8786) or scheduler file (.json)")
+    g.add_argument("--format", dest="fmt", choices=("npz", "zarr"), default="npz",
+                   help="output container (default npz)")
+    g.add_argument("--compress", action="store_true",
+                   help="deflate npz members (zlib level 1, in the workers) / compress zarr "
+                        "chunks; default: stored, the fastest")
+    g.add_argument("--chunk-size", type=_positive_int, default=None, metavar="ROWS",
+                   help="images per task and zarr chunk (default: about 8 MiB)")
+    g.add_argument("--overwrite", action="store_true",
+                   help="replace outputs made with other parameters")
+
+    p = sub.add_parser(
+        "preview", parents=[common],
+        help="PNG grid of one image: corruptions x (clean + 5 severities)",
+        description="Write a PNG grid: one row per corruption, columns clean and severities "
+                    "1..5, for one image of a dataset.")
+    p.add_argument("--dataset", required=True, metavar="NAME")
+    _add_source(p)
+    p.add_argument("--index", type=_nonneg_int, default=0,
+                   help="image index in the split (default 0)")
+    p.add_argument("--corruptions", metavar="A,B", default=None)
+    p.add_argument("--seed", type=_nonneg_int, default=0)
+    p.add_argument("--out", required=True, metavar="FILE.png")
+
+    ls = sub.add_parser("list", parents=[common],
+                        help="datasets, their corruptions and severity tables")
+    ls.add_argument("--dataset", metavar="NAME", default=None)
+    ls.add_argument("--json", action="store_true", help="machine-readable output")
+    return parser
+
+
+def _cmd_generate(args) -> int:
+    from .generate import generate
+
+    results = generate(args.dataset, args.out, root=args.root, sample=args.sample,
+                       sample_n=args.sample_n, size=args.size, split=args.split,
+                       corruptions=args.corruptions, severities=args.severities,
+                       seed=args.seed, workers=args.workers, scheduler=args.scheduler,
+                       fmt=args.fmt, compress=args.compress, chunk_size=args.chunk_size,
+                       overwrite=args.overwrite, progress=not args.quiet)
+    if not args.quiet:
+        for r in results:
+            msg = f"{r['dataset']}: wrote {len(r['written'])} file(s)"
+            if r["skipped"]:
+                msg += f", {len(r['skipped'])} already complete"
+            if r["removed_temps"]:
+                msg += f", removed {len(r['removed_temps'])} leftover temporary file(s)"
+            print(f"{msg} -> {r['dir']}", file=sys.stderr)
+    return 0
+
+
+def _cmd_preview(args) -> int:
+    import os
+
+    from .generate import load_images, render_preview
+
+    if not args.out.lower().endswith(".png"):
+        raise ValueError(f"--out must name a .png file; got {args.out!r}")
+    img = load_images(args.dataset, args.index, root=args.root, sample=args.sample,
+                      sample_n=args.sample_n, size=args.size, split=args.split)[0]
+    grid = render_preview(img, args.dataset, seed=args.seed, index=args.index,
+                          corruptions=args.corruptions)
+    parent = os.path.dirname(os.path.abspath(args.out))
+    os.makedirs(parent, exist_ok=True)
+    tmp = os.path.join(parent, f".{os.path.basename(args.out)}.partial")
+    try:
+        grid.save(tmp, format="PNG")
+        os.replace(tmp, args.out)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    if not args.quiet:
+        print(f"wrote {args.out} ({grid.width} x {grid.height} px)", file=sys.stderr)
+    return 0
+
+
+def _fold_of(corruption: str) -> str:
+    from . import registry
+
+    for fold, names in registry.FOLDS.items():
+        if corruption in names:
+            return fold
+    return ""
+
+
+def _cmd_list(args) -> int:
+    from . import registry
+    from ._version import __version__
+    from .generate import _jsonable, _single_dataset
+
+    names = registry.DATASETS if args.dataset is None else (_single_dataset(args.dataset),)
+    data = {}
+    for d in names:
+        data[d] = {
+            "channels": 3 if registry.RGB[d] else 1,
+            "task": registry.TASKS[d],
+            "corruptions": {c: {"fold": _fold_of(c), "table": _jsonable(t)}
+                            for c, t in registry.TABLES[d].items()},
+        }
+    if args.json:
+        json.dump({"version": __version__, "severities": [1, 2, 3, 4, 5], "datasets": data},
+                  sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    for d, info in data.items():
+        kind = "RGB" if info["channels"] == 3 else "gray"
+        print(f"{d}  ({kind}, {info['task']}, {len(info['corruptions'])} corruptions)")
+        width = max(len(c) for c in info["corruptions"])
+        for c, ci in info["corruptions"].items():
+            levels = ", ".join(_fmt_level(v) for v in ci["table"])
+            print(f"  {c:<{width}}  {ci['fold']:<13}  {levels}")
+    return 0
+
+
+def _fmt_level(v) -> str:
+    if isinstance(v, list):
+        if len(v) > 4:  # zoom factor lists
+            return f"[{len(v)} zooms {v[0]:g}..{v[-1]:g}]"
+        return "(" + ", ".join(f"{x:g}" for x in v) + ")"
+    return f"{v:g}"
+
+
+def main(argv=None) -> int:
+    """Run the console command; returns the exit status.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments without the program name (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 on success, 2 on bad arguments or inputs (a one-line message on stderr), 130 when
+        interrupted.
+    """
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    handler = {"generate": _cmd_generate, "preview": _cmd_preview, "list": _cmd_list}
+    try:
+        return handler[args.command](args)
+    except KeyboardInterrupt:
+        print(f"{_PROG}: interrupted; re-run the same command to resume", file=sys.stderr)
+        return 130
+    except (ValueError, OSError, ImportError) as exc:
+        msg = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"{_PROG}: error: {msg}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

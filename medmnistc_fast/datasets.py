@@ -1,0 +1,432 @@
+"""Reading the corrupted test sets written by ``medmnistc-fast generate`` (and the reference).
+
+Layout (the reference's ``DatasetManager``, kept by :mod:`medmnistc_fast.generate`)::
+
+    {root}/{dataset}/{corruption}.npz     members test_images, test_labels
+    {root}/{dataset}/{corruption}.zarr    (with --format zarr) arrays of the same names
+    {root}/{dataset}/manifest.json        (optional, metadata only)
+
+``test_images`` is uint8 ``(5N, H, W)`` or ``(5N, H, W, 3)``, ``test_labels`` ``(5N, L)``
+(``(5N,)`` is accepted too), severity-major: rows ``[(s - 1) N, s N)`` hold severity ``s``.
+
+Arrays are opened lazily and memory-efficiently: an uncompressed (``ZIP_STORED``, the default
+of ``np.savez`` and of ``generate``) ``.npz`` member is memory-mapped at its offset inside the
+zip file, so nothing is read until an item is; a compressed (``np.savez_compressed``) member is
+read whole on first use (per process); a zarr array reads one chunk per access. Opened arrays
+are not pickled: a dataset sent to DataLoader workers (fork or spawn) reopens its files there.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Iterable
+
+import numpy as np
+
+from . import registry
+from ._npz import inspect_npz, read_member_array
+from ._validation import _is_int, check_corruption, check_dataset
+
+__all__ = ["CorruptedSet", "TorchCorruptedSet", "available_corruptions", "IMAGES_KEY",
+           "LABELS_KEY"]
+
+#: Array names in every corrupted-set file (the reference's ``DatasetManager``).
+IMAGES_KEY = "test_images"
+LABELS_KEY = "test_labels"
+
+_FORMATS = ("auto", "npz", "zarr")
+
+
+def _zarr():
+    try:
+        import zarr
+    except ImportError:
+        raise ImportError("reading .zarr corrupted sets needs zarr: pip install "
+                          "'medmnistc_fast[zarr]'") from None
+    return zarr
+
+
+def _open_npz_member(path: str, name: str, members: dict):
+    info = members.get(name)
+    if info is None:
+        raise ValueError(f"{path} has no array {name!r}; it has: "
+                         f"{', '.join(map(repr, members)) or 'none'}")
+    if info.dtype.hasobject:
+        raise ValueError(f"{path}: array {name!r} holds Python objects; refusing to load it "
+                         "(allow_pickle=False)")
+    if info.compressed:
+        arr = read_member_array(path, info)
+    elif info.nbytes == 0:
+        arr = np.empty(info.shape, info.dtype)
+    else:
+        arr = np.memmap(path, dtype=info.dtype, mode="r", offset=info.data_offset,
+                        shape=info.shape, order="F" if info.fortran_order else "C")
+    return arr
+
+
+def _open_arrays(path: str, fmt: str):
+    """(images, labels) array-likes of the file at ``path``."""
+    if fmt == "npz":
+        members = inspect_npz(path)
+        return (_open_npz_member(path, IMAGES_KEY, members),
+                _open_npz_member(path, LABELS_KEY, members))
+    zarr = _zarr()
+    group = zarr.open_group(path, mode="r")
+    names = list(group.array_keys())
+    for key in (IMAGES_KEY, LABELS_KEY):
+        if key not in names:
+            raise ValueError(f"{path} has no array {key!r}; it has: "
+                             f"{', '.join(map(repr, names)) or 'none'}")
+    return group[IMAGES_KEY], group[LABELS_KEY]
+
+
+def _describe(path: str, fmt: str) -> tuple:
+    """(images shape, images dtype, labels shape) from headers only (nothing decompressed)."""
+    if fmt == "npz":
+        members = inspect_npz(path)
+        for key in (IMAGES_KEY, LABELS_KEY):
+            if key not in members:
+                raise ValueError(f"{path} has no array {key!r}; it has: "
+                                 f"{', '.join(map(repr, members)) or 'none'}")
+        im, lb = members[IMAGES_KEY], members[LABELS_KEY]
+        return tuple(im.shape), np.dtype(im.dtype), tuple(lb.shape)
+    images, labels = _open_arrays(path, fmt)
+    return tuple(images.shape), np.dtype(images.dtype), tuple(labels.shape)
+
+
+def _format_of(path: str, fmt: str) -> str:
+    if fmt != "auto":
+        return fmt
+    if path.endswith(".zarr") or os.path.isdir(path):
+        return "zarr"
+    return "npz"
+
+
+def _check_severities(severity) -> tuple:
+    allowed = f"an int in 1..{registry.N_SEVERITIES}, a sequence of them, or None (all)"
+    if severity is None:
+        return tuple(range(1, registry.N_SEVERITIES + 1))
+    values = (severity,) if _is_int(severity) else severity
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(f"severity must be {allowed}; got {severity!r}")
+    values = tuple(values)
+    if not values:
+        raise ValueError(f"severity must be {allowed}; got an empty sequence")
+    for v in values:
+        if not _is_int(v):
+            raise TypeError(f"severity must be {allowed}; got {severity!r}")
+        if not 1 <= int(v) <= registry.N_SEVERITIES:
+            raise ValueError(f"severity must be {allowed}; got {severity!r}")
+    if len(set(values)) != len(values):
+        raise ValueError(f"severity must not repeat a level; got {severity!r}")
+    return tuple(int(v) for v in values)
+
+
+def available_corruptions(root, dataset: str) -> tuple:
+    """The corruptions of ``dataset`` that have a file under ``root`` (``.npz`` or ``.zarr``).
+
+    Parameters
+    ----------
+    root : str or os.PathLike
+        The ``generate`` output folder (holding ``{dataset}/``).
+    dataset : str
+        A dataset name of :data:`medmnistc_fast.registry.TABLES`.
+
+    Returns
+    -------
+    tuple of str
+        In the reference's order (``medmnistc_fast.corruptions(dataset)``).
+    """
+    dataset = check_dataset(dataset)
+    folder = os.path.join(os.fspath(root), dataset)
+    return tuple(c for c in registry.TABLES[dataset]
+                 if os.path.exists(os.path.join(folder, c + ".npz"))
+                 or os.path.exists(os.path.join(folder, c + ".zarr")))
+
+
+class CorruptedSet:
+    """One corrupted test set: ``(image, label)`` items, all severities or a selection.
+
+    Parameters
+    ----------
+    root : str or os.PathLike
+        The ``generate`` output folder; the file is ``{root}/{dataset}/{corruption}.npz`` or
+        ``.zarr`` (npz preferred when both exist). Use :meth:`from_path` for a file elsewhere.
+    dataset : str
+        A dataset name (:data:`medmnistc_fast.DATASETS` or a pathology suite key).
+    corruption : str
+        One of ``medmnistc_fast.corruptions(dataset)``.
+    severity : int, sequence of int, or None
+        Levels to expose (1..5), in the given order; None: all five (severity-major order).
+    format : {"auto", "npz", "zarr"}
+        File format; "auto" picks by extension.
+
+    Attributes
+    ----------
+    n_per_severity : int
+        N, the number of clean test images.
+    severities : tuple of int
+        The selected levels.
+    image_shape : tuple of int
+        ``(H, W)`` or ``(H, W, 3)``.
+    path : str
+
+    Notes
+    -----
+    ``len(cs) == N * len(severities)``; item ``i`` is sample ``i % N`` at level
+    ``severities[i // N]`` and ``cs[i]`` returns ``(image, label)``: a new writable uint8
+    ndarray ``(H, W[, 3])`` and the label row (``(L,)``, the file's dtype). Negative indices
+    count from the end. :meth:`arrays` gives whole arrays (memory-mapped slices when possible).
+
+    Raises
+    ------
+    FileNotFoundError
+        No file for the corruption under ``root`` (the message lists those present).
+    ValueError, TypeError
+        Unknown names, bad ``severity`` or ``format``; a file whose arrays do not have the
+        layout above.
+    """
+
+    def __init__(self, root, dataset: str, corruption: str, *, severity=None,
+                 format: str = "auto"):
+        dataset = check_dataset(dataset)
+        corruption = check_corruption(dataset, corruption)
+        if format not in _FORMATS:
+            raise ValueError(f"format must be one of {', '.join(map(repr, _FORMATS))}; "
+                             f"got {format!r}")
+        folder = os.path.join(os.fspath(root), dataset)
+        candidates = {"npz": os.path.join(folder, corruption + ".npz"),
+                      "zarr": os.path.join(folder, corruption + ".zarr")}
+        order = ("npz", "zarr") if format == "auto" else (format,)
+        path = next((candidates[f] for f in order if os.path.exists(candidates[f])), None)
+        if path is None:
+            present = available_corruptions(root, dataset) if os.path.isdir(folder) else ()
+            raise FileNotFoundError(
+                f"no corrupted set for {dataset}/{corruption} under {os.fspath(root)!r} "
+                f"(looked for {' and '.join(candidates[f] for f in order)}); present: "
+                f"{', '.join(present) or 'none'}")
+        self.dataset, self.corruption = dataset, corruption
+        self._init(path, _format_of(path, format), severity)
+
+    @classmethod
+    def from_path(cls, path, *, severity=None, format: str = "auto") -> "CorruptedSet":
+        """Open a corrupted-set file anywhere (``.npz`` or ``.zarr``); names are not checked.
+
+        ``dataset`` and ``corruption`` become the parent folder's and the file's names.
+        """
+        if format not in _FORMATS:
+            raise ValueError(f"format must be one of {', '.join(map(repr, _FORMATS))}; "
+                             f"got {format!r}")
+        path = os.fspath(path)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"no such corrupted-set file: {path!r}")
+        self = cls.__new__(cls)
+        stem = os.path.basename(os.path.normpath(path))
+        self.dataset = os.path.basename(os.path.dirname(os.path.abspath(path)))
+        self.corruption = os.path.splitext(stem)[0]
+        self._init(path, _format_of(path, format), severity)
+        return self
+
+    def _init(self, path: str, fmt: str, severity) -> None:
+        self.path, self.format = path, fmt
+        self.severities = _check_severities(severity)
+        shape, dtype, lshape = _describe(path, fmt)
+        if dtype != np.uint8 or len(shape) not in (3, 4) or (
+                len(shape) == 4 and shape[3] not in (1, 3)):
+            raise ValueError(f"{path}: {IMAGES_KEY} must be uint8 (5N, H, W) or (5N, H, W, 3); "
+                             f"got {dtype} {shape}")
+        if len(lshape) not in (1, 2) or lshape[0] != shape[0]:
+            raise ValueError(f"{path}: {LABELS_KEY} must have shape (5N, L) or (5N,) with the "
+                             f"same 5N rows as {IMAGES_KEY}; got {lshape} for images {shape}")
+        if shape[0] % registry.N_SEVERITIES:
+            raise ValueError(f"{path}: {shape[0]} rows is not a multiple of "
+                             f"{registry.N_SEVERITIES} severities")
+        self.n_per_severity = shape[0] // registry.N_SEVERITIES
+        self.image_shape = shape[1:]
+        self._arrays = None  # opened on first access, once per process (see _get)
+        self._pid = os.getpid()
+
+    # -- lazy, per-process arrays -------------------------------------------------------------
+
+    def _get(self):
+        if self._arrays is None or self._pid != os.getpid():
+            self._arrays = _open_arrays(self.path, self.format)
+            self._pid = os.getpid()
+        return self._arrays
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_arrays"] = None  # never pickle a memory map or a decompressed copy
+        return state
+
+    @property
+    def manifest(self):
+        """The ``manifest.json`` beside the file as a dict, or None if there is none."""
+        mpath = os.path.join(os.path.dirname(os.path.abspath(self.path)), "manifest.json")
+        if not os.path.exists(mpath):
+            return None
+        with open(mpath, encoding="utf-8") as fh:
+            return json.load(fh)
+
+    # -- selection ----------------------------------------------------------------------------
+
+    def select(self, severity) -> "CorruptedSet":
+        """A view of the same file exposing other levels (int, sequence of int, or None)."""
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other.severities = _check_severities(severity)
+        return other
+
+    def per_severity(self) -> dict:
+        """``{level: CorruptedSet of that level}`` for the selected levels."""
+        return {s: self.select(s) for s in self.severities}
+
+    def _row(self, i) -> tuple:
+        if not _is_int(i):
+            raise TypeError(f"index must be an int; got {i!r} ({type(i).__name__})")
+        n = len(self)
+        i = int(i)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"index {i} out of range for a set of {n} items")
+        s = self.severities[i // self.n_per_severity]
+        return (s - 1) * self.n_per_severity + i % self.n_per_severity, s
+
+    def severity_of(self, i: int) -> int:
+        """The level (1..5) of item ``i``."""
+        return self._row(i)[1]
+
+    def __len__(self) -> int:
+        return self.n_per_severity * len(self.severities)
+
+    def __getitem__(self, i):
+        """``(image, label)``: new writable arrays (uint8 ``(H, W[, 3])``, ``(L,)``)."""
+        row, _ = self._row(i)
+        images, labels = self._get()
+        return np.array(images[row]), np.array(labels[row])
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def arrays(self) -> tuple:
+        """All selected items as ``(images, labels)`` arrays, in item order.
+
+        Returns
+        -------
+        images : ndarray, shape (M, H, W[, 3]), uint8
+        labels : ndarray, shape (M, L) or (M,)
+            M = ``len(self)``. Read-only memory-mapped slices when the selection is a
+            contiguous run of levels in increasing order and the file is a stored ``.npz``
+            (no copy, nothing read yet); otherwise new arrays.
+        """
+        images, labels = self._get()
+        n = self.n_per_severity
+        sev = self.severities
+        if all(b == a + 1 for a, b in zip(sev, sev[1:])):
+            sl = slice((sev[0] - 1) * n, sev[-1] * n)
+            return images[sl], labels[sl]
+        rows = np.concatenate([np.arange((s - 1) * n, s * n) for s in sev])
+        if isinstance(images, np.ndarray):
+            return images[rows], labels[rows]
+        return (np.concatenate([images[(s - 1) * n:s * n] for s in sev]),
+                np.concatenate([labels[(s - 1) * n:s * n] for s in sev]))
+
+    def torch(self, transform=None, target_transform=None) -> "TorchCorruptedSet":
+        """This set as a ``torch.utils.data.Dataset`` (see :class:`TorchCorruptedSet`)."""
+        return TorchCorruptedSet(self, transform=transform, target_transform=target_transform)
+
+    def __repr__(self) -> str:
+        return (f"CorruptedSet({self.path!r}, dataset={self.dataset!r}, "
+                f"corruption={self.corruption!r}, severities={self.severities}, "
+                f"n_per_severity={self.n_per_severity}, image_shape={self.image_shape})")
+
+
+def _torch_dataset_base():
+    try:
+        from torch.utils.data import Dataset
+    except ImportError:
+        raise ImportError("TorchCorruptedSet needs torch: pip install 'medmnistc_fast[torch]'"
+                          ) from None
+    return Dataset
+
+
+class TorchCorruptedSet:
+    """A :class:`CorruptedSet` as a ``torch.utils.data.Dataset`` yielding ``(image, label)``.
+
+    Parameters
+    ----------
+    corrupted : CorruptedSet
+        Its severity selection is kept (use ``corrupted.select(s)`` for one level).
+    transform : callable, optional
+        Receives each image as a PIL image (mode 'L' or 'RGB'), as MedMNIST's own datasets do,
+        so the clean test split's transform is reused unchanged (for example
+        ``Compose([ToTensor(), Normalize(...)])``). Without it the image is a uint8 tensor
+        ``(C, H, W)`` (C = 1 for gray sets) so that the default collate works.
+    target_transform : callable, optional
+        Receives the label as an int64 ndarray ``(L,)``; without it the label is an int64
+        tensor ``(L,)``.
+
+    Notes
+    -----
+    Created through :meth:`CorruptedSet.torch` or directly; instances are real subclasses of
+    ``torch.utils.data.Dataset`` (the class is built on first use, so importing this module
+    never imports torch).
+    """
+
+    def __new__(cls, corrupted, transform=None, target_transform=None):
+        if cls is TorchCorruptedSet:
+            cls = _torch_class()
+        return object.__new__(cls)
+
+    def __init__(self, corrupted, transform=None, target_transform=None):
+        if not isinstance(corrupted, CorruptedSet):
+            raise TypeError(f"corrupted must be a CorruptedSet; got {type(corrupted).__name__}")
+        for name, fn in (("transform", transform), ("target_transform", target_transform)):
+            if fn is not None and not callable(fn):
+                raise TypeError(f"{name} must be callable or None; got {type(fn).__name__}")
+        self.corrupted = corrupted
+        self.transform = transform
+        self.target_transform = target_transform
+
+    def __len__(self) -> int:
+        return len(self.corrupted)
+
+    def __getitem__(self, i):
+        import torch
+
+        image, label = self.corrupted[i]
+        label = label.astype(np.int64)
+        if self.transform is not None:
+            from PIL import Image
+
+            image = self.transform(Image.fromarray(image.reshape(image.shape[0], image.shape[1])
+                                                   if image.ndim == 3 and image.shape[2] == 1
+                                                   else image))
+        else:
+            chw = image[None] if image.ndim == 2 else np.moveaxis(image, -1, 0)
+            image = torch.from_numpy(np.ascontiguousarray(chw))
+        label = self.target_transform(label) if self.target_transform is not None \
+            else torch.from_numpy(label)
+        return image, label
+
+    def severity_of(self, i: int) -> int:
+        """The level (1..5) of item ``i``."""
+        return self.corrupted.severity_of(i)
+
+
+_TORCH_CLASS = []
+
+
+def _torch_class():
+    if not _TORCH_CLASS:
+        base = _torch_dataset_base()
+        _TORCH_CLASS.append(type("TorchCorruptedSet", (TorchCorruptedSet, base),
+                                 {"__module__": __name__, "__doc__": TorchCorruptedSet.__doc__,
+                                  "__reduce__": _reduce_torch_set}))
+    return _TORCH_CLASS[0]
+
+
+def _reduce_torch_set(self):
+    return (TorchCorruptedSet, (self.corrupted, self.transform, self.target_transform))

@@ -1,0 +1,500 @@
+"""Training-time augmentation (issue 4): draws, types, randomness, DataLoader behaviour."""
+import pickle
+import random
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import medmnistc_fast as mf
+from medmnistc_fast import registry, rng
+from medmnistc_fast.augment import (AUG_INK_SIDE, IDENTITY, NOISE_GRID_POINTS, AugMedMNISTC,
+                                    AugmentedDataset, EpochSampler, Op, param_range)
+from medmnistc_fast.corruptions.artifacts import stain_param
+
+ALL_PAIRS = [(d, c) for d in mf.DATASETS for c in mf.corruptions(d)]
+NOISES = ("gaussian_noise", "speckle_noise", "impulse_noise", "shot_noise")
+
+
+def _image(size, rgb, seed=0, width=None):
+    g = np.random.default_rng(seed)
+    shape = (size, width or size) + ((3,) if rgb else ())
+    # Smooth content plus texture, so that every corruption visibly changes it.
+    yy, xx = np.mgrid[0:shape[0], 0:shape[1]]
+    base = 128 + 60 * np.sin(xx / 5.0) * np.cos(yy / 7.0)
+    if rgb:
+        base = base[..., None] + np.array([0, 30, -30])
+    return np.clip(base + g.normal(0, 20, shape), 0, 255).astype(np.uint8)
+
+
+def _only(dataset, corruption, **kw):
+    return AugMedMNISTC(dataset, corruptions=[corruption], identity=False, **kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameter draws
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dataset,corruption", ALL_PAIRS)
+def test_draws_within_table_range_and_valid(dataset, corruption):
+    table = registry.TABLES[dataset][corruption]
+    aug = _only(dataset, corruption, seed=1)
+    params = [aug.draw()[0].param for _ in range(300)]
+    (lo, hi), *_ = param_range(dataset, corruption)
+    if corruption == "zoom_blur":
+        tops = [max(z) for z in table]
+        steps = [z[1] - z[0] for z in table]
+        for zs in params:
+            assert zs[0] == 1.0 and all(b > a for a, b in zip(zs, zs[1:]))
+            assert min(tops) - max(steps) - 1e-9 <= max(zs) <= max(tops) + 1e-9
+            assert min(steps) - 1e-12 <= zs[1] - zs[0] <= max(steps) + 1e-12
+        return
+    if corruption == "stain_deposit":
+        assert all(p[1] == AUG_INK_SIDE for p in params)
+        params = [p[0] for p in params]
+    comps = np.array([p if isinstance(p, tuple) else (p,) for p in params], dtype=float)
+    flat = [np.ravel(t) for t in table]
+    for j in range(comps.shape[1]):
+        col_lo = min(float(np.ravel(t if isinstance(t, tuple) else (t,))[j]) for t in table)
+        col_hi = max(float(np.ravel(t if isinstance(t, tuple) else (t,))[j]) for t in table)
+        assert comps[:, j].min() >= col_lo and comps[:, j].max() <= col_hi, j
+        # Both halves of the range are used (a reversed uniform(first, last) would still pass
+        # the bounds; this checks the spread too).
+        mid = (col_lo + col_hi) / 2
+        if col_hi > col_lo:
+            assert (comps[:, j] < mid).any() and (comps[:, j] > mid).any()
+    assert len(flat) == registry.N_SEVERITIES
+    # Integer parameters stay ints, and hit both ends of the inclusive range.
+    int_components = {"jpeg_compression": [0], "gaussian_blur": [0], "stain_deposit": [0],
+                      "bubble": [0, 1], "characters": [0, 1]}.get(corruption, [])
+    for j in int_components:
+        vals = [p[j] if isinstance(p, tuple) else p for p in params]
+        assert all(type(v) is int for v in vals)
+        if corruption != "gaussian_blur":
+            assert min(vals) == int(comps[:, j].min()) and max(vals) == int(comps[:, j].max())
+    if corruption == "gaussian_blur":
+        assert all(v % 2 == 1 for v in params)
+        odd = range(min(table), max(table) + 1, 2)
+        assert set(params) == set(odd)
+    if corruption in NOISES:
+        grid = lo + (hi - lo) * np.arange(NOISE_GRID_POINTS) / (NOISE_GRID_POINTS - 1)
+        assert all(np.isclose(grid, p).any() for p in params)
+
+
+def test_descending_tables_fixed():
+    # Reference: uniform(first, last) with first > last (e.g. JPEG quality 50 -> 7).
+    assert param_range("pathmnist", "jpeg_compression") == ((7, 50),)
+    assert param_range("dermamnist", "shot_noise") == ((5, 60),)
+    assert param_range("pathmnist", "pixelate") == ((0.25, 0.8),)
+    # Non-monotone tables use the smallest and largest entries, not the first and last.
+    assert param_range("dermamnist", "black_corner") == ((0.9, 1.1),)
+    assert param_range("octmnist", "defocus_blur") == ((0.5, 2.5), (0.1, 0.6))
+    assert param_range("pathmnist", "jpeg_compression", levels=(2, 3)) == ((15, 30),)
+
+
+def test_levels_restrict_the_draws():
+    aug = _only("pathmnist", "brightness_up", levels=(5, 5), seed=0)
+    assert {op.param for _ in range(20) for op in aug.draw()} == {1.25}
+
+
+def test_choice_frequencies_uniform():
+    aug = AugMedMNISTC("octmnist", seed=3)
+    names = [aug.draw()[0].corruption for _ in range(7000)]
+    assert set(names) == set(mf.corruptions("octmnist")) | {IDENTITY}
+    counts = np.array([names.count(c) for c in aug.choices])
+    assert np.all(np.abs(counts - 1000) < 150)
+
+
+def test_selection_weights_folds_nops():
+    aug = AugMedMNISTC("chestmnist", folds=["noise"], identity=False, seed=0)
+    assert aug.choices == NOISES
+    aug = AugMedMNISTC("chestmnist", corruptions=["pixelate", "gaussian_noise"], folds="noise")
+    assert aug.choices == ("gaussian_noise", IDENTITY)
+    aug = AugMedMNISTC("chestmnist", weights={"identity": 0, "pixelate": 0}, seed=0)
+    names = {aug.draw()[0].corruption for _ in range(500)}
+    assert IDENTITY not in names and "pixelate" not in names
+    only_id = AugMedMNISTC("chestmnist", weights={c: 0 for c in mf.corruptions("chestmnist")})
+    x = _image(28, False)
+    assert np.array_equal(only_id(x), x)
+    aug = AugMedMNISTC("pathmnist", n_ops=3, seed=5)
+    ops = aug.draw()
+    assert len(ops) == 3
+    # apply == sequential application of the single operations
+    seq = x3 = _image(28, True)
+    for op in ops:
+        seq = aug.apply(seq, [op])
+    assert np.array_equal(aug.apply(x3, ops), seq)
+
+
+# ---------------------------------------------------------------------------------------------
+# Faithfulness: a drawn parameter equal to a table entry is the benchmark's corruption
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("size", [28, 224])
+@pytest.mark.parametrize("dataset", mf.DATASETS)
+def test_table_entry_equals_corrupt(dataset, size):
+    x = _image(size, registry.RGB[dataset], seed=size)
+    aug = AugMedMNISTC(dataset, seed=0)
+    for corruption in mf.corruptions(dataset):
+        s = 4
+        param = registry.TABLES[dataset][corruption][s - 1]
+        if corruption == "stain_deposit":
+            param = stain_param(param, s)
+        key = int(rng.image_keys(rng.base_key(11, dataset, corruption, s), 5))
+        got = aug.apply(x, [Op(corruption, param, key)])
+        want = mf.corrupt(x, corruption, s, dataset=dataset, seed=11, index=5)
+        assert np.array_equal(got, want), corruption
+
+
+# ---------------------------------------------------------------------------------------------
+# Types, shapes, dtypes
+# ---------------------------------------------------------------------------------------------
+
+def _as(kind, x):
+    if kind == "numpy":
+        return x
+    if kind == "numpy_float":
+        return x.astype(np.float32) / 255
+    if kind == "pil":
+        return Image.fromarray(x)
+    torch = pytest.importorskip("torch")
+    hwc = np.ascontiguousarray(x if x.ndim == 3 else x[..., None])
+    chw = torch.from_numpy(hwc).permute(2, 0, 1)
+    return chw if kind == "tensor" else chw.float() / 255
+
+
+def _check_same_type(out, inp):
+    assert type(out) is type(inp)
+    if isinstance(inp, Image.Image):
+        assert out.mode == inp.mode and out.size == inp.size
+    else:
+        assert tuple(out.shape) == tuple(inp.shape) and out.dtype == inp.dtype
+    if isinstance(inp, np.ndarray) and inp.dtype.kind == "f":
+        assert out.min() >= 0 and out.max() <= 1
+
+
+@pytest.mark.parametrize("kind", ["numpy", "numpy_float", "pil", "tensor", "tensor_float"])
+@pytest.mark.parametrize("rgb", [False, True])
+@pytest.mark.parametrize("size", [28, 224])
+def test_round_trip_types(kind, rgb, size):
+    dataset = "dermamnist" if rgb else "chestmnist"
+    x = _image(size, rgb)
+    inp = _as(kind, x)
+    before = np.array(inp) if not kind.startswith("tensor") else inp.clone()
+    aug = AugMedMNISTC(dataset, n_ops=2, seed=size)
+    changed = False
+    for _ in range(6):
+        out = aug(inp)
+        _check_same_type(out, inp)
+        assert out is not inp
+        changed |= not np.array_equal(np.asarray(out), np.asarray(inp))
+    assert changed
+    after = np.array(inp) if not kind.startswith("tensor") else inp
+    assert (np.array_equal(before, after) if not kind.startswith("tensor")
+            else bool((before == after).all()))
+
+
+def test_all_types_agree(rgb224):
+    """The same draw gives the same pixels whatever the container."""
+    x = rgb224[0][:64, :48]  # non-square
+    aug = AugMedMNISTC("pathmnist", n_ops=2, seed=0)
+    for i in range(8):
+        ref = aug(x, index=i)
+        assert np.array_equal(np.asarray(aug(Image.fromarray(x), index=i)), ref)
+        f = aug(x.astype(np.float64) / 255, index=i)
+        assert np.array_equal(np.floor(f * 255 + 0.5).astype(np.uint8), ref)
+
+
+def test_gray_shapes_kept(gray224):
+    aug = AugMedMNISTC("organamnist", seed=0)
+    x = gray224[0]
+    assert aug(x).shape == (224, 224)
+    assert aug(x[..., None]).shape == (224, 224, 1)
+    assert aug(Image.fromarray(x)).mode == "L"
+
+
+@pytest.mark.parametrize("size", [28, 224])
+@pytest.mark.parametrize("dataset", ["pathmnist", "dermamnist", "chestmnist", "tissuemnist",
+                                     "octmnist"])
+def test_every_corruption_runs(dataset, size):
+    x = _image(size, registry.RGB[dataset], width=size + 12)
+    for c in mf.corruptions(dataset):
+        aug = _only(dataset, c, seed=0)
+        for _ in range(2):
+            out = aug(x)
+            assert out.shape == x.shape and out.dtype == np.uint8
+
+
+def test_read_only_and_non_contiguous_inputs_not_modified():
+    x = _image(64, True)
+    ro = x.copy()
+    ro.setflags(write=False)
+    nc = np.asfortranarray(x)[:, ::-1]
+    aug = AugMedMNISTC("pathmnist", seed=0)
+    for i in range(10):
+        assert aug(ro, index=i).shape == x.shape
+        assert np.array_equal(aug(nc, index=i), aug(np.ascontiguousarray(nc), index=i))
+    assert np.array_equal(ro, x)
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs,exc,match", [
+    (dict(dataset="nope"), ValueError, "valid datasets"),
+    (dict(dataset=3), TypeError, "dataset must be a str"),
+    (dict(dataset="pathmnist", corruptions=["gaussian_noise"]), ValueError, "valid corruptions"),
+    (dict(dataset="pathmnist", corruptions="pixelate"), TypeError, "corruptions must be"),
+    (dict(dataset="pathmnist", folds=["colour"]), ValueError, "valid folds"),
+    (dict(dataset="pathmnist", weights={"bogus": 1}), ValueError, "valid choices"),
+    (dict(dataset="pathmnist", weights={"identity": -1}), ValueError, ">= 0"),
+    (dict(dataset="pathmnist", weights=[1, 2]), TypeError, "weights must be a mapping"),
+    (dict(dataset="pathmnist", n_ops=0), ValueError, "n_ops"),
+    (dict(dataset="pathmnist", n_ops=1.5), TypeError, "n_ops"),
+    (dict(dataset="pathmnist", levels=(0, 5)), ValueError, "levels"),
+    (dict(dataset="pathmnist", levels=(4, 2)), ValueError, "levels"),
+    (dict(dataset="pathmnist", levels=3), TypeError, "levels"),
+    (dict(dataset="pathmnist", seed=-1), ValueError, "seed"),
+    (dict(dataset="pathmnist", folds="noise", identity=False), ValueError, "no choice left"),
+])
+def test_constructor_errors(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        AugMedMNISTC(**kwargs)
+
+
+def test_call_errors():
+    aug = AugMedMNISTC("pathmnist", seed=0)
+    x = _image(28, True)
+    with pytest.raises(ValueError, match="mode 'L' or 'RGB'"):
+        aug(Image.fromarray(x).convert("RGBA"))
+    with pytest.raises(TypeError, match="uint8"):
+        aug(x.astype(np.int16))
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        aug(x.astype(np.float32))
+    with pytest.raises(ValueError, match="finite"):
+        aug(np.full((28, 28), np.nan))
+    with pytest.raises(TypeError, match="PIL image"):
+        aug([[1, 2], [3, 4]])
+    with pytest.raises(ValueError, match="at least 8"):
+        aug(x[:4, :4])
+    with pytest.raises(ValueError, match="epoch is only used with index"):
+        aug(x, epoch=1)
+    with pytest.raises(ValueError, match="index"):
+        aug(x, index=-1)
+    with pytest.raises(ValueError, match="not among"):
+        aug.apply(x, [Op("zoom_blur", (1.0, 1.1), 0)])
+    with pytest.raises(TypeError, match="ndarray"):
+        aug.batch(Image.fromarray(x))
+
+
+def test_tensor_errors():
+    torch = pytest.importorskip("torch")
+    aug = AugMedMNISTC("pathmnist", seed=0)
+    with pytest.raises(ValueError, match=r"\(C, H, W\)"):
+        aug(torch.zeros(28, 28, 3, dtype=torch.uint8))
+    with pytest.raises(TypeError, match="torch.uint8"):
+        aug(torch.zeros(3, 28, 28, dtype=torch.int32))
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        aug(torch.full((3, 28, 28), 2.0))
+
+
+# ---------------------------------------------------------------------------------------------
+# Randomness
+# ---------------------------------------------------------------------------------------------
+
+def test_stream_seeded_and_fresh():
+    x = _image(28, True)
+    a = [_only("pathmnist", "motion_blur", seed=4)(x) for _ in range(2)]
+    assert np.array_equal(a[0], a[1])  # same seed, same first draw
+    s1, s2 = _only("pathmnist", "bubble", seed=4), _only("pathmnist", "bubble", seed=4)
+    seq1 = [s1(x) for _ in range(5)]
+    seq2 = [s2(x) for _ in range(5)]
+    assert all(np.array_equal(p, q) for p, q in zip(seq1, seq2))
+    assert not all(np.array_equal(seq1[0], q) for q in seq1[1:])
+    f1, f2 = _only("pathmnist", "bubble"), _only("pathmnist", "bubble")
+    assert not np.array_equal(f1(x), f2(x))
+
+
+def test_impulse_noise_mask_differs_per_call():
+    # Reference bug: rng=np.random.default_rng(99999) on every call -> the same mask.
+    aug = _only("chestmnist", "impulse_noise", seed=0, levels=(5, 5))
+    x = np.full((64, 64), 128, np.uint8)
+    m1, m2 = aug(x) != 128, aug(x) != 128
+    assert m1.any() and not np.array_equal(m1, m2)
+
+
+def test_keyed_mode_pure_function():
+    x = _image(28, True)
+    aug = AugMedMNISTC("dermamnist", n_ops=2, seed=9)
+    a = [aug(x, index=i, epoch=1) for i in range(6)]
+    aug(x)  # stream calls in between change nothing
+    b = [aug(x, index=i, epoch=1) for i in reversed(range(6))][::-1]
+    assert all(np.array_equal(p, q) for p, q in zip(a, b))
+    other_epoch = [aug.draw(index=i, epoch=2) for i in range(6)]
+    assert other_epoch != [aug.draw(index=i, epoch=1) for i in range(6)]
+    clone = pickle.loads(pickle.dumps(aug))
+    assert all(np.array_equal(clone(x, index=i, epoch=1), a[i]) for i in range(6))
+    # seed=None: keyed mode still consistent within the object and its copies
+    anon = AugMedMNISTC("dermamnist")
+    copy = pickle.loads(pickle.dumps(anon))
+    assert [anon.draw(index=i) for i in range(5)] == [copy.draw(index=i) for i in range(5)]
+
+
+def test_batch_matches_single_calls():
+    X = np.stack([_image(32, True, seed=s) for s in range(7)])
+    aug = AugMedMNISTC("pathmnist", n_ops=2, seed=2)
+    out = aug.batch(X, start=10, epoch=3, num_threads=1)
+    assert out.shape == X.shape and out.dtype == np.uint8
+    for i in range(7):
+        assert np.array_equal(out[i], aug(X[i], index=10 + i, epoch=3))
+    assert np.array_equal(aug.batch(X, start=10, epoch=3, num_threads=3), out)
+    assert np.array_equal(aug.batch(X[2:], start=12, epoch=3), out[2:])
+    # stream mode: independent draws per image, reproducible from the seed
+    s1 = AugMedMNISTC("pathmnist", seed=8, identity=False).batch(X)
+    s2 = AugMedMNISTC("pathmnist", seed=8, identity=False).batch(X, num_threads=2)
+    assert np.array_equal(s1, s2)
+    # gray (N, H, W) and float
+    G = np.stack([_image(28, False, seed=s) for s in range(3)])
+    g = AugMedMNISTC("chestmnist", seed=1).batch(G.astype(np.float32) / 255, start=0)
+    assert g.shape == G.shape and g.dtype == np.float32
+
+
+def test_batch_tensor():
+    torch = pytest.importorskip("torch")
+    X = np.stack([_image(28, True, seed=s) for s in range(4)])
+    T = torch.from_numpy(X).permute(0, 3, 1, 2)
+    aug = AugMedMNISTC("pathmnist", seed=2)
+    out = aug.batch(T, start=0)
+    assert isinstance(out, torch.Tensor) and out.shape == T.shape and out.dtype == torch.uint8
+    assert np.array_equal(out.permute(0, 2, 3, 1).numpy(), aug.batch(X, start=0))
+
+
+def test_no_global_random_state_touched():
+    np_state = np.random.get_state()[1].copy()
+    py_state = random.getstate()
+    aug = AugMedMNISTC("dermamnist", n_ops=2)
+    x = _image(28, True)
+    for i in range(30):
+        aug(x)
+        aug(x, index=i)
+    assert np.array_equal(np.random.get_state()[1], np_state)
+    assert random.getstate() == py_state
+
+
+# ---------------------------------------------------------------------------------------------
+# torch / torchvision
+# ---------------------------------------------------------------------------------------------
+
+def test_compose_with_torchvision():
+    torch = pytest.importorskip("torch")
+    T = pytest.importorskip("torchvision.transforms")
+    x = _image(28, True)
+    aug = AugMedMNISTC("pathmnist", seed=0)
+    pipe = T.Compose([aug, T.ToTensor(), T.Normalize(mean=[0.5] * 3, std=[0.5] * 3)])
+    out = pipe(Image.fromarray(x))
+    assert isinstance(out, torch.Tensor) and out.shape == (3, 28, 28)
+    assert out.dtype == torch.float32
+    pipe2 = T.Compose([T.ToTensor(), aug, T.RandomHorizontalFlip(p=1.0)])
+    out2 = pipe2(Image.fromarray(x))
+    assert out2.shape == (3, 28, 28) and out2.dtype == torch.float32
+    assert float(out2.min()) >= 0 and float(out2.max()) <= 1
+
+
+def test_compose_with_torchvision_v2_keeps_tv_tensor():
+    torch = pytest.importorskip("torch")
+    v2 = pytest.importorskip("torchvision.transforms.v2")
+    tv_tensors = pytest.importorskip("torchvision.tv_tensors")
+    aug = AugMedMNISTC("chestmnist", seed=0)
+    pipe = v2.Compose([v2.ToImage(), aug, v2.ToDtype(torch.float32, scale=True)])
+    img = Image.fromarray(_image(28, False))
+    out = pipe(img)
+    assert isinstance(out, tv_tensors.Image) and out.shape == (1, 28, 28)
+    assert isinstance(aug(v2.ToImage()(img)), tv_tensors.Image)
+
+
+class _ConstantStream:
+    """Every item is the same image through the transform in stream mode."""
+
+    def __init__(self, aug, n):
+        self.aug, self.n = aug, n
+        self.x = np.full((16, 16, 3), 128, np.uint8)
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return self.aug(self.x)
+
+
+def _epoch(loader):
+    import torch
+
+    return torch.cat([b for b in loader]).numpy()
+
+
+@pytest.mark.parametrize("seed", [None, 5])
+def test_dataloader_workers_distinct_and_repeatable(seed):
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    aug = AugMedMNISTC("dermamnist", corruptions=["gaussian_noise"], identity=False, seed=seed)
+    ds = _ConstantStream(aug, 8)
+    ds[0]  # compile kernels in the parent before forking
+    loader = DataLoader(ds, batch_size=2, num_workers=2)
+    torch.manual_seed(1234)
+    e1 = _epoch(loader)
+    e2 = _epoch(loader)
+    torch.manual_seed(1234)
+    e1_again = _epoch(loader)
+    # batches alternate between the workers: items 0-1, 4-5 from worker 0; 2-3, 6-7 from worker 1
+    assert not np.array_equal(e1[0], e1[2]) and not np.array_equal(e1[1], e1[3])
+    assert len({e.tobytes() for e in e1}) == 8
+    assert np.array_equal(e1, e1_again)
+    assert not np.array_equal(e1, e2)
+
+
+def test_keyed_mode_independent_of_num_workers():
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    X = np.stack([_image(16, True, seed=s) for s in range(10)])
+    aug = AugMedMNISTC("pathmnist", n_ops=2)  # seed=None: drawn once, shared with workers
+    ds = AugmentedDataset(X, aug)
+    ref = np.stack([aug(X[i], index=i, epoch=0) for i in range(10)])
+    for workers in (0, 2):
+        got = _epoch(DataLoader(ds, batch_size=3, num_workers=workers))
+        assert np.array_equal(got, ref), workers
+    ds.set_epoch(1)
+    e1 = _epoch(DataLoader(ds, batch_size=4, num_workers=2))
+    assert np.array_equal(e1, np.stack([aug(X[i], index=i, epoch=1) for i in range(10)]))
+    assert not np.array_equal(e1, ref)
+    # Persistent workers: the epoch travels with the indices.
+    sampler = EpochSampler(len(ds))
+    loader = DataLoader(ds, batch_size=5, num_workers=2, sampler=sampler, persistent_workers=True)
+    got = []
+    for epoch in (0, 1):
+        sampler.set_epoch(epoch)
+        got.append(_epoch(loader))
+    assert np.array_equal(got[0], ref) and np.array_equal(got[1], e1)
+    del loader
+
+
+def test_augmented_dataset_tuples_and_transform():
+    data = [(Image.fromarray(_image(28, True, seed=i)), np.array([i])) for i in range(3)]
+    aug = AugMedMNISTC("pathmnist", seed=0)
+    ds = AugmentedDataset(data, aug, transform=np.asarray, epoch=2)
+    img, label = ds[1]
+    assert isinstance(img, np.ndarray) and label[0] == 1
+    assert np.array_equal(img, np.asarray(aug(data[1][0], index=1, epoch=2)))
+    assert np.array_equal(ds[(1, 2)][0], img)
+    with pytest.raises(IndexError):
+        ds[3]
+    with pytest.raises(TypeError, match="augment must be"):
+        AugmentedDataset(data, lambda im: im)
+
+
+def test_warm_up_leaves_streams_alone():
+    a, b = AugMedMNISTC("chestmnist", seed=3), AugMedMNISTC("chestmnist", seed=3)
+    assert a.warm_up() is a
+    assert [a.draw() for _ in range(5)] == [b.draw() for _ in range(5)]

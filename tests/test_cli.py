@@ -1,0 +1,232 @@
+"""The ``medmnistc-fast`` console command: generate, preview, list; errors; interrupted runs."""
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import medmnistc_fast as mf
+from medmnistc_fast.cli import main
+from medmnistc_fast.generate import input_path
+from medmnistc_fast.sample import sample_split
+
+
+def tree(root):
+    out = {}
+    for d, _, files in os.walk(root):
+        for name in files:
+            p = os.path.join(d, name)
+            with open(p, "rb") as f:
+                out[os.path.relpath(p, root)] = hashlib.sha256(f.read()).hexdigest()
+    return out
+
+
+def run_cli(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "medmnistc_fast.cli", *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+# ------------------------------------------------------------------------------------- generate
+def test_generate_sample_quickstart(tmp_path, capsys):
+    out = tmp_path / "medmnistc_sample"
+    assert main(["generate", "--sample", "--dataset", "pathmnist", "--size", "28",
+                 "--out", str(out), "--workers", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "pathmnist: wrote 11 file(s)" in err
+    X = sample_split("pathmnist", 28, 30)["test_images"]
+    for c in mf.corruptions("pathmnist"):
+        with np.load(out / "pathmnist" / f"{c}.npz", allow_pickle=False) as z:
+            imgs, labs = z["test_images"], z["test_labels"]
+        assert imgs.shape == (150, 28, 28, 3) and imgs.dtype == np.uint8
+        assert labs.shape == (150, 1)
+        np.testing.assert_array_equal(imgs[60:90], mf.corrupt_batch(X, c, 3, dataset="pathmnist",
+                                                                    seed=0))
+    # a second run resumes: nothing to do
+    assert main(["generate", "--sample", "--dataset", "pathmnist", "--size", "28",
+                 "--out", str(out), "--workers", "1"]) == 0
+    assert "wrote 0 file(s), 11 already complete" in capsys.readouterr().err
+
+
+def test_quiet_prints_nothing(tmp_path, capsys):
+    assert main(["generate", "--sample", "--sample-n", "4", "--dataset", "breastmnist",
+                 "--size", "28", "--out", str(tmp_path), "--workers", "1", "--quiet",
+                 "--corruptions", "pixelate", "--severities", "5"]) == 0
+    cap = capsys.readouterr()
+    assert cap.out == "" and cap.err == ""
+    with np.load(tmp_path / "breastmnist" / "pixelate.npz") as z:
+        assert z["test_images"].shape == (4, 28, 28)
+
+
+@pytest.fixture(scope="module")
+def gray_root(tmp_path_factory):
+    r = tmp_path_factory.mktemp("root")
+    np.savez(input_path(r, "chestmnist", 64), **sample_split("chestmnist", 64, 200))
+    return r
+
+
+def test_interrupted_run_resumes_to_identical_bytes(gray_root, tmp_path):
+    args = ["generate", "--dataset", "chestmnist", "--root", str(gray_root), "--size", "64",
+            "--workers", "1", "--chunk-size", "50", "--seed", "3", "--quiet"]
+    full = tmp_path / "full"
+    assert main(args + ["--out", str(full)]) == 0
+
+    out = tmp_path / "killed"
+    d = out / "chestmnist"
+    proc = subprocess.Popen([sys.executable, "-m", "medmnistc_fast.cli", *args, "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        first = d / "pixelate.npz"
+        while not first.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.002)
+        while (proc.poll() is None and time.monotonic() < deadline
+               and not any(n.endswith(".tmp") for n in os.listdir(d))):
+            time.sleep(0.002)
+        assert proc.poll() is None, "the run finished before it could be interrupted"
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=60)
+
+    names = os.listdir(d)
+    finals = [n for n in names if n.endswith(".npz")]
+    assert any(n.endswith(".tmp") for n in names)
+    assert 1 <= len(finals) < len(mf.corruptions("chestmnist"))
+    for n in finals:  # whatever has a final name is complete
+        with np.load(d / n, allow_pickle=False) as z:
+            assert z["test_images"].shape == (1000, 64, 64)
+
+    assert main(args + ["--out", str(out)]) == 0
+    assert not [n for n in os.listdir(d) if n.endswith(".tmp")]
+    assert tree(out) == tree(full)
+
+
+# ----------------------------------------------------------------------------------- bad input
+def _write_truncated(path):
+    np.savez_compressed(path, **sample_split("chestmnist", 28, 5))
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) // 2)
+
+
+def _write_float(path):
+    d = sample_split("chestmnist", 28, 5)
+    d["test_images"] = d["test_images"].astype(np.float64)
+    np.savez(path, **d)
+
+
+def _write_missing_key(path):
+    d = sample_split("chestmnist", 28, 5)
+    del d["test_labels"]
+    np.savez(path, **d)
+
+
+@pytest.mark.parametrize("extra, write, msg", [
+    ([], None, r"MedMNIST\+ file not found: .*chestmnist.npz"),
+    ([], _write_truncated, "not a valid .npz file"),
+    ([], _write_float, "dtype float64; expected uint8"),
+    ([], _write_missing_key, "no array 'test_labels'"),
+    (["--corruptions", "bubble"], "good", "'bubble' is not defined for dataset 'chestmnist'"),
+    (["--severities", "6"], "good", r"severity must be an int in 1..5"),
+])
+def test_bad_inputs_exit_2_one_line(tmp_path, capsys, extra, write, msg):
+    root = tmp_path / "root"
+    root.mkdir()
+    path = input_path(root, "chestmnist", 28)
+    if write == "good":
+        np.savez(path, **sample_split("chestmnist", 28, 5))
+    elif write is not None:
+        write(path)
+    out = tmp_path / "out"
+    code = main(["generate", "--dataset", "chestmnist", "--root", str(root), "--size", "28",
+                 "--out", str(out), "--workers", "1", *extra])
+    err = capsys.readouterr().err
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("medmnistc-fast: error: ")
+    assert re.search(msg, lines[0]), lines[0]
+    assert not out.exists()
+
+
+def test_missing_file_message_and_no_traceback(tmp_path):
+    r = run_cli("generate", "--dataset", "octmnist", "--root", str(tmp_path), "--size", "64",
+                "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert str(tmp_path / "octmnist_64.npz") in r.stderr
+    assert "python -m medmnist download --size=64" in r.stderr and "--sample" in r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["generate", "--dataset", "mnist", "--sample", "--out", "x"],
+    ["generate", "--dataset", "octmnist", "--sample", "--root", "r", "--out", "x"],
+    ["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--workers", "0"],
+    ["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--format", "hdf5"],
+    ["preview", "--dataset", "octmnist", "--sample", "--out", "x.jpg"],
+    ["list", "--dataset", "mnist"],
+    [],
+])
+def test_usage_errors(tmp_path, capsys, argv, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert "Traceback" not in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "x")
+
+
+def test_help_and_version(capsys):
+    assert main(["--help"]) == 0
+    assert main(["--version"]) == 0
+    assert mf.__version__ in capsys.readouterr().out
+
+
+# -------------------------------------------------------------------------------------- preview
+@pytest.mark.parametrize("dataset, size", [("dermamnist", 28), ("octmnist", 64)])
+def test_preview_png(tmp_path, capsys, dataset, size):
+    out = tmp_path / "sub" / "grid.png"
+    assert main(["preview", "--sample", "--dataset", dataset, "--size", str(size),
+                 "--index", "2", "--out", str(out)]) == 0
+    rows = len(mf.corruptions(dataset))
+    cell = size * -(-96 // size)
+    with Image.open(out) as im:
+        assert im.format == "PNG" and im.mode == "RGB"
+        assert im.size == (120 + 6 * (cell + 4) + 4, 20 + rows * (cell + 4) + 4)
+        arr = np.asarray(im)
+    assert f"({im.size[0]} x {im.size[1]} px)" in capsys.readouterr().err
+    # the clean column shows the sample image itself (enlarged by nearest neighbour)
+    clean = sample_split(dataset, size, 30)["test_images"][2]
+    f = cell // size
+    y0, x0 = 20 + 4, 120 + 4
+    shown = arr[y0:y0 + cell:f, x0:x0 + cell:f]
+    want = clean if clean.ndim == 3 else np.repeat(clean[..., None], 3, axis=2)
+    np.testing.assert_array_equal(shown, want)
+
+
+# ----------------------------------------------------------------------------------------- list
+def test_list_json(capsys):
+    assert main(["list", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["version"] == mf.__version__
+    assert list(data["datasets"]) == list(mf.DATASETS)
+    for d, info in data["datasets"].items():
+        assert list(info["corruptions"]) == list(mf.corruptions(d))
+        assert info["channels"] == (3 if mf.registry.RGB[d] else 1)
+        assert info["task"] == mf.registry.TASKS[d]
+        for c, ci in info["corruptions"].items():
+            assert ci["table"] == json.loads(json.dumps(list(mf.severity_table(d, c))))
+            assert c in mf.FOLDS[ci["fold"]]
+    assert main(["list", "--json", "--dataset", "retinamnist"]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert list(one["datasets"]) == ["retinamnist"]
+    assert one["datasets"]["retinamnist"]["corruptions"]["defocus_blur"]["table"][0] == [4, 0.1]
+
+
+def test_list_text(capsys):
+    assert main(["list", "--dataset", "dermamnist"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("dermamnist  (RGB, multi-class, 15 corruptions)")
+    assert "zoom_blur" in out and "[12 zooms 1..1.11]" in out

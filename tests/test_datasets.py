@@ -1,0 +1,231 @@
+"""Loading generated corrupted sets (issue 4): npz (stored, memory-mapped; deflated), zarr."""
+import io
+import json
+import os
+import pickle
+import zipfile
+
+import numpy as np
+import pytest
+
+from medmnistc_fast import _npz
+from medmnistc_fast.datasets import CorruptedSet, TorchCorruptedSet, available_corruptions
+
+N = 4
+
+
+def _data(rgb=True, size=12, labels=1, n=N, seed=0):
+    g = np.random.default_rng(seed)
+    shape = (5 * n, size, size) + ((3,) if rgb else ())
+    images = g.integers(0, 256, shape, dtype=np.uint8)
+    # Tag each row with its severity and sample index, to check the mapping.
+    flat = images.reshape(5 * n, -1)
+    flat[:, 0] = np.repeat(np.arange(1, 6), n)
+    flat[:, 1] = np.tile(np.arange(n), 5)
+    lab = np.tile(g.integers(0, 9, (n, labels), dtype=np.uint8), (5, 1))
+    return images, lab
+
+
+def _write(root, dataset, corruption, images, labels, how="savez"):
+    folder = root / dataset
+    folder.mkdir(parents=True, exist_ok=True)
+    if how == "zarr":
+        zarr = pytest.importorskip("zarr")
+        g = zarr.open_group(str(folder / f"{corruption}.zarr"), mode="w")
+        g.create_array("test_images", data=images, chunks=(2,) + images.shape[1:])
+        g.create_array("test_labels", data=labels)
+        return folder / f"{corruption}.zarr"
+    path = folder / f"{corruption}.npz"
+    if how == "savez":
+        np.savez(path, test_images=images, test_labels=labels)
+    elif how == "compressed":
+        np.savez_compressed(path, test_images=images, test_labels=labels)
+    elif how == "zipfile_stored":
+        with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
+            for name, arr in (("test_labels", labels), ("test_images", images)):
+                buf = io.BytesIO()
+                np.lib.format.write_array(buf, arr, allow_pickle=False)
+                zf.writestr(name + ".npy", buf.getvalue())
+    elif how in ("writer_stored", "writer_deflated"):
+        with open(path, "wb") as fh:
+            w = _npz.NpzWriter(fh)
+            w.add_array("test_images", images, compress=how == "writer_deflated")
+            w.add_array("test_labels", labels, compress=how == "writer_deflated")
+            w.close()
+    (folder / "manifest.json").write_text(json.dumps({"dataset": dataset}))
+    return path
+
+
+HOWS = ["savez", "compressed", "zipfile_stored", "writer_stored", "writer_deflated", "zarr"]
+
+
+@pytest.mark.parametrize("how", HOWS)
+@pytest.mark.parametrize("rgb", [True, False])
+def test_items_per_severity(tmp_path, how, rgb):
+    images, labels = _data(rgb)
+    _write(tmp_path, "pathmnist", "pixelate", images, labels, how)
+    cs = CorruptedSet(tmp_path, "pathmnist", "pixelate")
+    assert len(cs) == 5 * N and cs.n_per_severity == N and cs.severities == (1, 2, 3, 4, 5)
+    assert cs.image_shape == images.shape[1:]
+    for i in range(len(cs)):
+        img, lab = cs[i]
+        assert np.array_equal(img, images[i]) and np.array_equal(lab, labels[i])
+        assert img.flags.writeable and img.dtype == np.uint8
+        assert cs.severity_of(i) == i // N + 1 == img.reshape(-1)[0]
+        assert img.reshape(-1)[1] == i % N
+    assert np.array_equal(cs[-1][0], images[-1])
+    one = CorruptedSet(tmp_path, "pathmnist", "pixelate", severity=3)
+    assert len(one) == N
+    assert all(np.array_equal(one[j][0], images[2 * N + j]) for j in range(N))
+    assert all(one.severity_of(j) == 3 for j in range(N))
+    imgs, labs = one.arrays()
+    assert np.array_equal(imgs, images[2 * N:3 * N]) and np.array_equal(labs, labels[2 * N:3 * N])
+    if how in ("savez", "zipfile_stored", "writer_stored"):
+        assert isinstance(imgs, np.memmap)  # stored members are mapped, not read
+    two = cs.select([4, 2])
+    assert two.severities == (4, 2) and len(two) == 2 * N
+    imgs, _ = two.arrays()
+    assert np.array_equal(imgs, np.concatenate([images[3 * N:4 * N], images[N:2 * N]]))
+    assert [s for s in cs.per_severity()] == [1, 2, 3, 4, 5]
+    assert cs.manifest == ({"dataset": "pathmnist"} if how != "zarr" else None)
+
+
+def test_labels_multilabel_and_1d(tmp_path):
+    images, labels = _data(False, labels=14)
+    _write(tmp_path, "chestmnist", "gaussian_noise", images, labels)
+    cs = CorruptedSet(tmp_path, "chestmnist", "gaussian_noise", severity=5)
+    assert cs[0][1].shape == (14,)
+    _write(tmp_path, "chestmnist", "shot_noise", images, labels[:, 0])
+    cs1 = CorruptedSet(tmp_path, "chestmnist", "shot_noise")
+    assert cs1[N][1].shape == () and cs1[N][1] == labels[N, 0]
+
+
+def test_from_path_and_available(tmp_path):
+    images, labels = _data()
+    p = _write(tmp_path, "dermamnist", "characters", images, labels)
+    _write(tmp_path, "dermamnist", "pixelate", images, labels, "compressed")
+    assert available_corruptions(tmp_path, "dermamnist") == ("pixelate", "characters")
+    cs = CorruptedSet.from_path(p, severity=(1, 2))
+    assert cs.dataset == "dermamnist" and cs.corruption == "characters" and len(cs) == 2 * N
+
+
+def test_errors(tmp_path):
+    images, labels = _data()
+    _write(tmp_path, "pathmnist", "pixelate", images, labels)
+    with pytest.raises(FileNotFoundError, match="present: pixelate"):
+        CorruptedSet(tmp_path, "pathmnist", "bubble")
+    with pytest.raises(ValueError, match="valid corruptions"):
+        CorruptedSet(tmp_path, "pathmnist", "zoom_blur")
+    with pytest.raises(ValueError, match="valid datasets"):
+        CorruptedSet(tmp_path, "pathmnistx", "pixelate")
+    for bad, exc in ((0, ValueError), (6, ValueError), (2.0, TypeError), ("3", TypeError),
+                     ([], ValueError), ([1, 1], ValueError), (True, TypeError)):
+        with pytest.raises(exc, match="severity"):
+            CorruptedSet(tmp_path, "pathmnist", "pixelate", severity=bad)
+    with pytest.raises(ValueError, match="format"):
+        CorruptedSet(tmp_path, "pathmnist", "pixelate", format="hdf5")
+    cs = CorruptedSet(tmp_path, "pathmnist", "pixelate", severity=2)
+    with pytest.raises(IndexError):
+        cs[N]
+    with pytest.raises(TypeError, match="index must be an int"):
+        cs[1.0]
+    # Layout checks
+    _write(tmp_path, "pathmnist", "bubble", images[:-1], labels[:-1])
+    with pytest.raises(ValueError, match="multiple of 5"):
+        CorruptedSet(tmp_path, "pathmnist", "bubble")
+    _write(tmp_path, "pathmnist", "bubble", images, labels[:-5])
+    with pytest.raises(ValueError, match="same 5N rows"):
+        CorruptedSet(tmp_path, "pathmnist", "bubble")
+    _write(tmp_path, "pathmnist", "bubble", images.astype(np.float32), labels)
+    with pytest.raises(ValueError, match="must be uint8"):
+        CorruptedSet(tmp_path, "pathmnist", "bubble")
+    np.savez(tmp_path / "pathmnist" / "saturate.npz", images=images, labels=labels)
+    with pytest.raises(ValueError, match="no array 'test_images'"):
+        CorruptedSet(tmp_path, "pathmnist", "saturate")
+
+
+def test_object_arrays_refused(tmp_path):
+    folder = tmp_path / "pathmnist"
+    folder.mkdir()
+    obj = np.empty(5, dtype=object)
+    np.savez(folder / "pixelate.npz", test_images=obj, test_labels=obj)
+    with pytest.raises(ValueError):
+        CorruptedSet(tmp_path, "pathmnist", "pixelate")
+
+
+def test_pickle_does_not_carry_data(tmp_path):
+    images, labels = _data(size=64, n=20)
+    _write(tmp_path, "pathmnist", "pixelate", images, labels)
+    cs = CorruptedSet(tmp_path, "pathmnist", "pixelate", severity=4)
+    cs[0]  # opens the memory map
+    blob = pickle.dumps(cs)
+    assert len(blob) < 2000
+    back = pickle.loads(blob)
+    assert np.array_equal(back[3][0], images[3 * 20 + 3])
+
+
+def test_files_not_modified(tmp_path):
+    images, labels = _data()
+    p = _write(tmp_path, "pathmnist", "pixelate", images, labels)
+    before = p.read_bytes()
+    cs = CorruptedSet(tmp_path, "pathmnist", "pixelate")
+    img, _ = cs[0]
+    img[:] = 0
+    view, _ = cs.arrays()
+    with pytest.raises(ValueError):
+        view[0, 0, 0, 0] = 1
+    assert p.read_bytes() == before
+
+
+@pytest.mark.parametrize("rgb", [True, False])
+def test_torch_adapter(tmp_path, rgb):
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader, Dataset
+
+    images, labels = _data(rgb, size=16)
+    _write(tmp_path, "pathmnist", "pixelate", images, labels)
+    cs = CorruptedSet(tmp_path, "pathmnist", "pixelate", severity=2)
+    tds = cs.torch()
+    assert isinstance(tds, Dataset) and isinstance(tds, TorchCorruptedSet) and len(tds) == N
+    img, lab = tds[1]
+    assert img.dtype == torch.uint8 and tuple(img.shape) == ((3, 16, 16) if rgb else (1, 16, 16))
+    assert lab.dtype == torch.int64 and tuple(lab.shape) == (1,)
+    hwc = images[N + 1] if rgb else images[N + 1][..., None]
+    assert np.array_equal(img.permute(1, 2, 0).numpy(), hwc)
+    batches = list(DataLoader(tds, batch_size=3, num_workers=2))
+    x = torch.cat([b[0] for b in batches]).numpy()
+    assert np.array_equal(np.moveaxis(x, 1, -1).reshape(images[N:2 * N].shape), images[N:2 * N])
+    assert torch.cat([b[1] for b in batches]).numpy().tolist() == labels[N:2 * N].tolist()
+    # A transform receives PIL images, as MedMNIST's datasets do.
+    seen = []
+
+    def tf(im):
+        seen.append((im.mode, im.size))
+        return np.asarray(im, dtype=np.float32) / 255
+
+    tds2 = TorchCorruptedSet(cs, transform=tf, target_transform=lambda y: int(y[0]))
+    im, y = tds2[0]
+    assert seen == [("RGB" if rgb else "L", (16, 16))] and y == labels[N, 0]
+    assert im.shape == ((16, 16, 3) if rgb else (16, 16))
+
+
+def test_torch_adapter_pickles(tmp_path):
+    pytest.importorskip("torch")
+    images, labels = _data()
+    _write(tmp_path, "pathmnist", "pixelate", images, labels)
+    tds = CorruptedSet(tmp_path, "pathmnist", "pixelate").torch()
+    back = pickle.loads(pickle.dumps(tds))
+    assert type(back) is type(tds) and np.array_equal(back[7][0].numpy(), tds[7][0].numpy())
+
+
+def test_zarr_v2_store(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    images, labels = _data()
+    folder = tmp_path / "pathmnist"
+    folder.mkdir()
+    g = zarr.open_group(str(folder / "pixelate.zarr"), mode="w", zarr_format=2)
+    g.create_array("test_images", data=images, chunks=(1,) + images.shape[1:])
+    g.create_array("test_labels", data=labels)
+    cs = CorruptedSet(tmp_path, "pathmnist", "pixelate", severity=[5])
+    assert cs.format == "zarr" and np.array_equal(cs[N - 1][0], images[-1])
+    assert os.path.isdir(cs.path)

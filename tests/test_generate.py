@@ -1,0 +1,362 @@
+"""End-to-end tests of ``medmnistc_fast.generate`` on small real MedMNIST-format files.
+
+Inputs are written with :func:`medmnistc_fast.sample.sample_split` (real images from
+scikit-image and pydicom) at 32 px: an RGB dataset saved with ``numpy.savez_compressed``
+(deflated members: the unpack path) and a gray one with ``numpy.savez`` (stored members: the
+direct-read path).
+"""
+import hashlib
+import io
+import json
+import os
+import zipfile
+import zlib
+
+import numpy as np
+import pytest
+
+import medmnistc_fast as mf
+from medmnistc_fast import _npz
+from medmnistc_fast.generate import (generate, input_path, load_images, output_dir,
+                                     preview_cell, render_preview)
+from medmnistc_fast.sample import sample_split
+
+SIZE = 32
+N = 12
+SEED = 5
+RGB_DS, GRAY_DS = "dermamnist", "chestmnist"   # 15 and 13 corruptions; chest has 14 labels
+
+
+def sha(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def read_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def tree(root):
+    """{relative path: sha256} of every file below ``root``."""
+    out = {}
+    for d, _, files in os.walk(root):
+        for name in files:
+            p = os.path.join(d, name)
+            out[os.path.relpath(p, root)] = sha(p)
+    return out
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    r = tmp_path_factory.mktemp("medmnist")
+    np.savez_compressed(input_path(r, RGB_DS, SIZE), **sample_split(RGB_DS, SIZE, N))
+    np.savez(input_path(r, GRAY_DS, SIZE), **sample_split(GRAY_DS, SIZE, N))
+    return r
+
+
+@pytest.fixture(scope="module")
+def reference(root, tmp_path_factory):
+    """One uninterrupted in-process run of both datasets: the bytes everything must match."""
+    out = tmp_path_factory.mktemp("ref")
+    res = generate([RGB_DS, GRAY_DS], out, root=root, size=SIZE, seed=SEED, workers=1)
+    return out, res
+
+
+# ----------------------------------------------------------------------------- content and order
+@pytest.mark.parametrize("dataset", [RGB_DS, GRAY_DS])
+def test_content_order_and_manifest(reference, dataset):
+    out, _ = reference
+    clean = sample_split(dataset, SIZE, N)
+    X, y = clean["test_images"], clean["test_labels"]
+    d = output_dir(out, dataset)
+    manifest = read_json(os.path.join(d, "manifest.json"))
+    assert manifest["version"] == mf.__version__ and manifest["seed"] == SEED
+    assert manifest["size"] == SIZE and manifest["split"] == "test"
+    assert list(manifest["files"]) == list(mf.corruptions(dataset))
+    assert sorted(os.listdir(d)) == sorted([f"{c}.npz" for c in mf.corruptions(dataset)]
+                                           + ["manifest.json"])
+    for c in mf.corruptions(dataset):
+        path = os.path.join(d, f"{c}.npz")
+        entry = manifest["files"][c]
+        assert entry["sha256"] == sha(path) and entry["bytes"] == os.path.getsize(path)
+        assert entry["table"] == json.loads(json.dumps(list(mf.severity_table(dataset, c))))
+        with np.load(path, allow_pickle=False) as z:
+            assert sorted(z.files) == ["test_images", "test_labels"]
+            imgs, labs = z["test_images"], z["test_labels"]
+        assert imgs.dtype == np.uint8 and imgs.shape == (5 * N,) + X.shape[1:]
+        assert labs.dtype == y.dtype and labs.shape == (5 * N, y.shape[1])
+        np.testing.assert_array_equal(labs, np.tile(y, (5, 1)))
+        for s in range(5):
+            want = mf.corrupt_batch(X, c, s + 1, dataset=dataset, seed=SEED)
+            np.testing.assert_array_equal(imgs[s * N:(s + 1) * N], want, err_msg=f"{c} s{s + 1}")
+
+
+def test_input_checksum_recorded(root, reference):
+    out, _ = reference
+    for ds in (RGB_DS, GRAY_DS):
+        m = read_json(os.path.join(output_dir(out, ds), "manifest.json"))
+        assert m["input"]["sha256"] == sha(input_path(root, ds, SIZE))
+        assert m["input"]["file"] == os.path.basename(input_path(root, ds, SIZE))
+
+
+# ------------------------------------------------------------------------ reproducibility
+def test_workers_and_chunks_byte_identical(root, reference, tmp_path):
+    out, _ = reference
+    generate([RGB_DS, GRAY_DS], tmp_path, root=root, size=SIZE, seed=SEED, workers=2,
+             chunk_size=5)
+    assert tree(tmp_path) == tree(out)
+
+
+def test_dask_local_cluster_byte_identical(root, reference, tmp_path):
+    distributed = pytest.importorskip("dask.distributed",
+                                      reason="dask[distributed] not installed (test extra)")
+    out, _ = reference
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        generate([RGB_DS, GRAY_DS], tmp_path, root=root, size=SIZE, seed=SEED,
+                 scheduler=client, chunk_size=25)
+    assert tree(tmp_path) == tree(out)
+
+
+def test_compressed_members(root, reference, tmp_path):
+    out, _ = reference
+    a, b = tmp_path / "a", tmp_path / "b"
+    generate(RGB_DS, a, root=root, size=SIZE, seed=SEED, workers=1, compress=True)
+    generate(RGB_DS, b, root=root, size=SIZE, seed=SEED, workers=2, compress=True, chunk_size=4)
+    assert tree(a) == tree(b)
+    for c in mf.corruptions(RGB_DS):
+        p = os.path.join(output_dir(a, RGB_DS), f"{c}.npz")
+        with zipfile.ZipFile(p) as zf:
+            assert zf.testzip() is None
+            assert all(i.compress_type == zipfile.ZIP_DEFLATED for i in zf.infolist())
+        with np.load(p) as z1, np.load(os.path.join(output_dir(out, RGB_DS), f"{c}.npz")) as z2:
+            np.testing.assert_array_equal(z1["test_images"], z2["test_images"])
+            np.testing.assert_array_equal(z1["test_labels"], z2["test_labels"])
+    m = read_json(os.path.join(output_dir(a, RGB_DS), "manifest.json"))
+    assert m["compression"] == "deflate-1"
+
+
+def test_zarr_round_trip(root, reference, tmp_path):
+    zarr = pytest.importorskip("zarr", reason="zarr not installed (test extra)")
+    out, _ = reference
+    res = generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=2,
+                   fmt="zarr", chunk_size=8, corruptions="pixelate,gaussian_noise,gamma_corr_up")
+    d = output_dir(tmp_path, GRAY_DS)
+    m = read_json(os.path.join(d, "manifest.json"))
+    assert list(m["files"]) == ["pixelate", "gaussian_noise", "gamma_corr_up"]
+    for c, entry in m["files"].items():
+        g = zarr.open_group(store=os.path.join(d, f"{c}.zarr"), mode="r")
+        imgs, labs = g["test_images"], g["test_labels"]
+        assert imgs.chunks[0] == 8 and entry["chunk_rows"] == 8
+        with np.load(os.path.join(output_dir(out, GRAY_DS), f"{c}.npz")) as z:
+            np.testing.assert_array_equal(imgs[...], z["test_images"])
+            np.testing.assert_array_equal(labs[...], z["test_labels"])
+        assert g.attrs["corruption"] == c and g.attrs["seed"] == SEED
+    assert res[0]["written"] == ["pixelate", "gaussian_noise", "gamma_corr_up"]
+    again = generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1, fmt="zarr",
+                     chunk_size=8, corruptions="pixelate,gaussian_noise,gamma_corr_up")
+    assert again[0]["written"] == [] and len(again[0]["skipped"]) == 3
+
+
+# ---------------------------------------------------------------------------- subsets, splits
+def test_severity_subset_and_val_split(root, tmp_path):
+    res = generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
+                   corruptions=["contrast_down", "pixelate"], severities="4,2,4", split="val")
+    d = output_dir(tmp_path, GRAY_DS, "val")
+    assert d.endswith(f"{GRAY_DS}_val") and res[0]["written"] == ["pixelate", "contrast_down"]
+    X = sample_split(GRAY_DS, SIZE, N)["val_images"]
+    with np.load(os.path.join(d, "contrast_down.npz")) as z:
+        assert sorted(z.files) == ["val_images", "val_labels"]
+        imgs = z["val_images"]
+        assert imgs.shape == (2 * N, SIZE, SIZE) and z["val_labels"].shape == (2 * N, 14)
+    for k, s in enumerate((2, 4)):
+        np.testing.assert_array_equal(imgs[k * N:(k + 1) * N], mf.corrupt_batch(
+            X, "contrast_down", s, dataset=GRAY_DS, seed=SEED))
+    m = read_json(os.path.join(d, "manifest.json"))
+    assert m["files"]["contrast_down"]["severities"] == [2, 4]
+    assert m["files"]["contrast_down"]["table"] == [0.8, 0.6]
+
+
+def test_sample_source(tmp_path):
+    res = generate("pathmnist", tmp_path, sample=True, sample_n=6, size=SIZE, seed=1,
+                   workers=1, corruptions="bubble")
+    with np.load(os.path.join(res[0]["dir"], "bubble.npz")) as z:
+        assert z["test_images"].shape == (30, SIZE, SIZE, 3)
+    assert res[0]["manifest"]["input"]["source"] == "sample"
+
+
+# ----------------------------------------------------------------------------- resume, safety
+def test_resume_repairs_and_cleans(root, reference, tmp_path):
+    out, _ = reference
+    generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1)
+    d = output_dir(tmp_path, GRAY_DS)
+    with open(os.path.join(d, "pixelate.npz"), "r+b") as f:     # damage one file
+        f.seek(200)
+        f.write(b"\x00\x01\x02")
+    os.remove(os.path.join(d, "gamma_corr_up.npz"))              # lose another
+    stale = os.path.join(d, ".shot_noise.npz.0123456789ab.tmp")  # leftover of a killed run
+    open(stale, "wb").close()
+    res = generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1)
+    assert res[0]["written"] == ["pixelate", "gamma_corr_up"]
+    assert len(res[0]["skipped"]) == 11
+    assert res[0]["removed_temps"] == [os.path.basename(stale)]
+    assert tree(d) == tree(output_dir(out, GRAY_DS))
+
+
+def test_other_parameters_refused_then_overwritten(root, tmp_path):
+    generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
+             corruptions="pixelate")
+    before = tree(tmp_path)
+    with pytest.raises(ValueError, match=r"seed=5 \(now 6\).*--overwrite"):
+        generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=6, workers=1)
+    assert tree(tmp_path) == before
+    res = generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=6, workers=1,
+                   corruptions="pixelate", overwrite=True)
+    assert res[0]["written"] == ["pixelate"] and res[0]["manifest"]["seed"] == 6
+
+
+def test_foreign_files_not_clobbered(root, tmp_path):
+    d = output_dir(tmp_path, GRAY_DS)
+    os.makedirs(d)
+    np.savez_compressed(os.path.join(d, "pixelate.npz"), test_images=np.zeros((1, 2, 2), np.uint8))
+    with pytest.raises(ValueError, match="without a manifest.json"):
+        generate(GRAY_DS, tmp_path, root=root, size=SIZE, workers=1)
+
+
+# --------------------------------------------------------------------------------- bad inputs
+def _bad_inputs(tmp):
+    """(name, writer of the bad file, expected exception, message regex)."""
+    good = sample_split(GRAY_DS, SIZE, N)
+
+    def save(**arrays):
+        def w(path):
+            np.savez(path, **arrays)
+        return w
+
+    def truncated(path):
+        buf = io.BytesIO()
+        np.savez_compressed(buf, **good)
+        with open(path, "wb") as f:
+            f.write(buf.getvalue()[: len(buf.getvalue()) // 2])
+
+    def not_zip(path):
+        with open(path, "wb") as f:
+            f.write(b"this is not an npz file")
+
+    def bad_crc(path):
+        np.savez(path, **good)
+        m = _npz.inspect_npz(path)["test_images"]
+        with open(path, "r+b") as f:
+            f.seek(m.data_offset + 100)
+            b = f.read(1)
+            f.seek(m.data_offset + 100)
+            f.write(bytes([b[0] ^ 0xFF]))
+
+    rgb = sample_split(RGB_DS, SIZE, N)["test_images"]
+    return [
+        ("truncated", truncated, ValueError, "not a valid .npz file"),
+        ("not_zip", not_zip, ValueError, "not a valid .npz file"),
+        ("crc", bad_crc, ValueError, "CRC-32"),
+        ("missing_key", save(test_images=good["test_images"]), ValueError,
+         "no array 'test_labels'"),
+        ("dtype", save(test_images=good["test_images"].astype(np.float32),
+                       test_labels=good["test_labels"]), ValueError,
+         "dtype float32; expected uint8"),
+        ("rgb_for_gray", save(test_images=rgb, test_labels=good["test_labels"]), ValueError,
+         r"gray dataset, expected \(N, 32, 32\)"),
+        ("size", save(test_images=good["test_images"][:, :16, :16],
+                      test_labels=good["test_labels"]), ValueError, "at size 32"),
+        ("labels", save(test_images=good["test_images"], test_labels=good["test_labels"][:3]),
+         ValueError, "test_labels has shape"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_bad_input_file_rejected_nothing_written(tmp_path, case):
+    name, write, exc, msg = _bad_inputs(tmp_path)[case]
+    r = tmp_path / "root"
+    r.mkdir()
+    write(input_path(r, GRAY_DS, SIZE))
+    out = tmp_path / "out"
+    with pytest.raises(exc, match=msg):
+        generate(GRAY_DS, out, root=r, size=SIZE, workers=1)
+    assert not out.exists(), name
+
+
+def test_missing_file_message(tmp_path):
+    with pytest.raises(FileNotFoundError) as ei:
+        generate("octmnist", tmp_path / "out", root=tmp_path, size=64, workers=1)
+    msg = str(ei.value)
+    assert os.path.join(str(tmp_path), "octmnist_64.npz") in msg
+    assert "pip install medmnist" in msg and "--size=64" in msg and "--sample" in msg
+    assert "zenodo.org/records/10519652" in msg
+    assert not (tmp_path / "out").exists()
+    assert input_path(tmp_path, "octmnist", 28).endswith("octmnist.npz")
+
+
+@pytest.mark.parametrize("kwargs, msg", [
+    ({"dataset": "mnist"}, "unknown dataset 'mnist'"),
+    ({"corruptions": "bubble"}, "'bubble' is not defined for dataset 'chestmnist'"),
+    ({"severities": "0,2"}, r"severity must be an int in 1\.\.5"),
+    ({"severities": "x"}, r"severities must be ints in 1\.\.5"),
+    ({"split": "dev"}, "split must be one of"),
+    ({"fmt": "hdf5"}, "fmt must be one of"),
+])
+def test_bad_arguments(root, tmp_path, kwargs, msg):
+    args = dict(dataset=GRAY_DS, root=root, size=SIZE, workers=1)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=msg):
+        generate(args.pop("dataset"), tmp_path / "out", **args)
+    assert not (tmp_path / "out").exists()
+
+
+# ----------------------------------------------------------------------------- preview, reading
+def test_load_images_and_preview(root):
+    clean = sample_split(RGB_DS, SIZE, N)["test_images"]
+    np.testing.assert_array_equal(load_images(RGB_DS, 3, 7, root=root, size=SIZE), clean[3:7])
+    gray = sample_split(GRAY_DS, SIZE, N)["test_images"]
+    np.testing.assert_array_equal(load_images(GRAY_DS, 11, root=root, size=SIZE), gray[11:12])
+    with pytest.raises(ValueError, match="index out of range"):
+        load_images(GRAY_DS, N, root=root, size=SIZE)
+    im = render_preview(clean[0], RGB_DS, seed=1, corruptions=["pixelate", "characters"])
+    c = preview_cell(SIZE)
+    assert c == 96 and im.size == (120 + 6 * (c + 4) + 4, 20 + 2 * (c + 4) + 4)
+
+
+# ------------------------------------------------------------------------------------ npz writer
+def test_crc32_combine():
+    rng = np.random.default_rng(0)
+    for n1, n2 in ((0, 5), (7, 0), (1000, 1), (4096, 12345)):
+        a, b = rng.bytes(n1), rng.bytes(n2)
+        assert _npz.crc32_combine(zlib.crc32(a), zlib.crc32(b), n2) == zlib.crc32(a + b)
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_npz_writer_streaming(tmp_path, compress):
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 256, (23, 9, 7, 3), dtype=np.uint8)
+    x[4:9] = 17
+    lab = np.arange(46, dtype=np.int64).reshape(23, 2)
+    digests = []
+    for step in (5, 23):
+        p = tmp_path / f"{step}.npz"
+        with open(p, "wb") as f:
+            w = _npz.NpzWriter(f)
+            w.begin_member("test_images", x.shape, x.dtype, compress)
+            for lo in range(0, len(x), step):
+                ch = x[lo:lo + step]
+                w.write_chunk(_npz.deflate_segments(ch) if compress else ch, zlib.crc32(ch),
+                              ch.nbytes)
+            w.end_member()
+            w.add_array("test_labels", lab, compress)
+            digest, size = w.close()
+        assert digest == sha(p) and size == os.path.getsize(p)
+        digests.append(digest)
+        with zipfile.ZipFile(p) as zf:
+            assert zf.testzip() is None
+        with np.load(p, allow_pickle=False) as z:
+            np.testing.assert_array_equal(z["test_images"], x)
+            np.testing.assert_array_equal(z["test_labels"], lab)
+    assert digests[0] == digests[1]  # chunking does not change the bytes
