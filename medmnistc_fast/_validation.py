@@ -18,14 +18,18 @@ def _fmt_choices(choices) -> str:
     return ", ".join(repr(c) for c in choices)
 
 
-def check_dataset(dataset) -> str:
-    """Return ``dataset`` if it is a known dataset or suite key, else raise."""
+def check_dataset(dataset, allowed=None, purpose: str = "") -> str:
+    """Return ``dataset`` if it is one of ``allowed`` (default: every dataset and suite key).
+
+    ``purpose`` (e.g. ``" for augmentation"``) is added to the error message.
+    """
+    allowed = tuple(registry.TABLES) if allowed is None else tuple(allowed)
     if not isinstance(dataset, str):
-        raise TypeError(f"dataset must be a str, one of: {_fmt_choices(registry.DATASETS)}; "
+        raise TypeError(f"dataset must be a str, one of: {_fmt_choices(allowed)}; "
                         f"got {type(dataset).__name__}")
-    if dataset not in registry.TABLES:
-        raise ValueError(f"unknown dataset {dataset!r}; valid datasets: "
-                         f"{_fmt_choices(tuple(registry.TABLES))}")
+    if dataset not in allowed:
+        raise ValueError(f"unknown dataset {dataset!r}{purpose}; valid datasets: "
+                         f"{_fmt_choices(allowed)}")
     return dataset
 
 

@@ -67,8 +67,8 @@ from typing import Any, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from . import registry, rng
-from ._validation import (_is_int, as_hwc, as_nhwc, check_corruption, check_nonneg_int,
-                          check_seed)
+from ._validation import (_is_int, as_hwc, as_nhwc, check_corruption, check_dataset,
+                          check_nonneg_int, check_seed)
 from .api import _check_threads, _pool, get_num_threads, sample_values
 from .corruptions import kind_of
 from .corruptions.artifacts import INK_SIDES
@@ -215,13 +215,7 @@ def _draw_param(g: np.random.Generator, corruption: str, ranges: tuple):
 # ---------------------------------------------------------------------------------------------
 
 def _check_dataset_aug(dataset) -> str:
-    if not isinstance(dataset, str):
-        raise TypeError(f"dataset must be a str, one of: {', '.join(map(repr, registry.DATASETS))};"
-                        f" got {type(dataset).__name__}")
-    if dataset not in registry.DATASETS:
-        raise ValueError(f"unknown dataset {dataset!r} for augmentation; valid datasets: "
-                         f"{', '.join(map(repr, registry.DATASETS))}")
-    return dataset
+    return check_dataset(dataset, registry.DATASETS, " for augmentation")
 
 
 def _check_levels(levels) -> tuple:
