@@ -93,17 +93,23 @@ def _pool(n: int) -> ThreadPoolExecutor:
 
 
 def _plan(dataset, corruption, severity, seed):
-    """Validate the names and return (kind, table entry, base key)."""
+    """Validate the names and return (kind, table entry, base key, sampler context).
+
+    Deterministic kinds ignore the key, so they skip deriving it (and drawing OS entropy
+    for ``seed=None``).
+    """
     dataset = check_dataset(dataset)
     corruption = check_corruption(dataset, corruption)
     severity = check_severity(severity)
     seed = check_seed(seed)
-    if seed is None:
-        seed = rng.fresh_seed()
+    kind = kind_of(dataset, corruption)
     param = registry.TABLES[dataset][corruption][severity - 1]
     ctx = (severity, registry.REFERENCE_SIZES[dataset])
-    return kind_of(dataset, corruption), param, rng.base_key(seed, dataset, corruption,
-                                                             severity), ctx
+    if not kind.random:
+        return kind, param, 0, ctx
+    if seed is None:
+        seed = rng.fresh_seed()
+    return kind, param, rng.base_key(seed, dataset, corruption, severity), ctx
 
 
 def sample_values(kind, param, ctx, shape, key) -> dict:
