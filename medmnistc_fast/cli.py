@@ -8,6 +8,8 @@ Examples
     medmnistc-fast generate --dataset all --root ~/.medmnist --size 224 --out medmnistc --workers 8
     medmnistc-fast generate --dataset tissuemnist --scheduler tcp://head:8786 \
         --format zarr --out /shared/mc
+    medmnistc-fast generate --dataset pathology --from-folder patches/ --out pcam_c
+    medmnistc-fast list --dataset pathology96
     medmnistc-fast preview --sample --dataset dermamnist --index 3 --out dermamnist.png
     medmnistc-fast list --dataset chestmnist --json
 
@@ -45,7 +47,7 @@ def _nonneg_int(text: str) -> int:
     return v
 
 
-def _add_source(p: argparse.ArgumentParser) -> None:
+def _add_source(p: argparse.ArgumentParser, folder: bool = False) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--root", metavar="DIR", default=None,
                      help="folder of the MedMNIST+ files ({flag}.npz at 28 px, "
@@ -53,10 +55,18 @@ def _add_source(p: argparse.ArgumentParser) -> None:
     src.add_argument("--sample", action="store_true",
                      help="use the embedded sample (real images shipped in scikit-image and "
                           "pydicom) instead of MedMNIST+ files")
+    if folder:
+        src.add_argument("--from-folder", metavar="DIR", default=None,
+                         help="read an image folder instead: one sub-folder per class "
+                              "(DIR/CLASS/IMAGE.png|jpg|jpeg|tif|tiff; classes sorted by name, "
+                              "label = class index; files sorted by name), all images of one "
+                              "size; any dataset key, e.g. pathology96, pathology224 or "
+                              "pathology (suite picked from the image size)")
     p.add_argument("--sample-n", type=_positive_int, default=30, metavar="N",
                    help="images per split of the sample (default 30)")
-    p.add_argument("--size", type=_positive_int, default=224,
-                   help="image side in pixels: 28, 64, 128 or 224 (default 224)")
+    p.add_argument("--size", type=_positive_int, default=None,
+                   help="image side of MedMNIST+ files and the sample in pixels: 28, 64, 128 "
+                        "or 224 (default 224); not used with --from-folder")
     p.add_argument("--split", default="test", choices=("test", "val", "train"),
                    help="split to read (default test)")
 
@@ -80,11 +90,14 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Write one file per corruption: {out}/{flag}/{corruption}.npz with "
                     "{split}_images (kN, H, W[, 3]) uint8 and {split}_labels (kN, L), "
                     "severity-major (rows [j*N:(j+1)*N] = j-th selected severity, ascending), "
-                    "plus {out}/{flag}/manifest.json. Splits other than test go to "
-                    "{out}/{flag}_{split}/. Re-running resumes.")
+                    "plus {out}/{flag}/manifest.json (and filenames.json, row -> file, with "
+                    "--from-folder). Splits other than test go to {out}/{flag}_{split}/. "
+                    "Re-running resumes.")
     g.add_argument("--dataset", required=True, metavar="NAME",
-                   help="a dataset flag, a comma-separated list, or 'all'")
-    _add_source(g)
+                   help="a dataset flag, a comma-separated list, or 'all'; with --from-folder "
+                        "one key: a dataset flag, pathology96, pathology224, or pathology "
+                        "(96 px tables up to 160 px images, 224 px tables above)")
+    _add_source(g, folder=True)
     g.add_argument("--out", required=True, metavar="DIR", help="output folder")
     g.add_argument("--corruptions", metavar="A,B", default=None,
                    help="comma-separated subset of corruptions (default: all of the dataset's)")
@@ -121,17 +134,29 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="FILE.png")
 
     ls = sub.add_parser("list", parents=[common],
-                        help="datasets, their corruptions and severity tables")
-    ls.add_argument("--dataset", metavar="NAME", default=None)
+                        help="datasets and pathology suites, their corruptions and severity "
+                             "tables")
+    ls.add_argument("--dataset", metavar="NAME", default=None,
+                    help="one dataset flag or pathology suite (default: all of them)")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
     return parser
 
 
 def _cmd_generate(args) -> int:
-    from .generate import generate
+    from .generate import PATHOLOGY_AUTO, folder_suite, generate
 
-    results = generate(args.dataset, args.out, root=args.root, sample=args.sample,
-                       sample_n=args.sample_n, size=args.size, split=args.split,
+    dataset = args.dataset
+    if args.from_folder is not None and args.size is not None:
+        raise ValueError("--size does not apply to --from-folder: the image size is read "
+                         "from the images")
+    if args.from_folder is not None and dataset == PATHOLOGY_AUTO:
+        dataset, (h, w) = folder_suite(args.from_folder)
+        if not args.quiet:
+            print(f"{_PROG}: {h} x {w} px images: using the {dataset} suite "
+                  f"(pathology96 up to 160 px, pathology224 above)", file=sys.stderr)
+    results = generate(dataset, args.out, root=args.root, sample=args.sample,
+                       folder=args.from_folder, sample_n=args.sample_n, size=args.size,
+                       split=args.split,
                        corruptions=args.corruptions, severities=args.severities,
                        seed=args.seed, workers=args.workers, scheduler=args.scheduler,
                        fmt=args.fmt, compress=args.compress, chunk_size=args.chunk_size,
@@ -155,7 +180,8 @@ def _cmd_preview(args) -> int:
     if not args.out.lower().endswith(".png"):
         raise ValueError(f"--out must name a .png file; got {args.out!r}")
     img = load_images(args.dataset, args.index, root=args.root, sample=args.sample,
-                      sample_n=args.sample_n, size=args.size, split=args.split)[0]
+                      sample_n=args.sample_n, size=224 if args.size is None else args.size,
+                      split=args.split)[0]
     grid = render_preview(img, args.dataset, seed=args.seed, index=args.index,
                           corruptions=args.corruptions)
     parent = os.path.dirname(os.path.abspath(args.out))
@@ -172,27 +198,33 @@ def _cmd_preview(args) -> int:
     return 0
 
 
-def _fold_of(corruption: str) -> str:
+def _fold_of(dataset: str, corruption: str):
+    """MedMNIST-C category of a corruption; None for the pathology suites (none defined)."""
     from . import registry
 
+    if dataset in registry.PATHOLOGY_SUITES:
+        return None
     for fold, names in registry.FOLDS.items():
         if corruption in names:
             return fold
-    return ""
+    return None
 
 
 def _cmd_list(args) -> int:
     from . import registry
+    from ._validation import check_dataset
     from ._version import __version__
-    from .generate import _jsonable, _single_dataset
+    from .generate import _jsonable
 
-    names = registry.DATASETS if args.dataset is None else (_single_dataset(args.dataset),)
+    names = tuple(registry.TABLES) if args.dataset is None else (check_dataset(args.dataset),)
     data = {}
     for d in names:
         data[d] = {
+            "suite": "pathology" if d in registry.PATHOLOGY_SUITES else "medmnistc",
             "channels": 3 if registry.RGB[d] else 1,
-            "task": registry.TASKS[d],
-            "corruptions": {c: {"fold": _fold_of(c), "table": _jsonable(t)}
+            "task": registry.TASKS.get(d),
+            "reference_size": registry.REFERENCE_SIZES[d],
+            "corruptions": {c: {"fold": _fold_of(d, c), "table": _jsonable(t)}
                             for c, t in registry.TABLES[d].items()},
         }
     if args.json:
@@ -202,11 +234,14 @@ def _cmd_list(args) -> int:
         return 0
     for d, info in data.items():
         kind = "RGB" if info["channels"] == 3 else "gray"
-        print(f"{d}  ({kind}, {info['task']}, {len(info['corruptions'])} corruptions)")
+        what = (f"pathology suite, tables for {info['reference_size']} px"
+                if info["suite"] == "pathology" else info["task"])
+        print(f"{d}  ({kind}, {what}, {len(info['corruptions'])} corruptions)")
         width = max(len(c) for c in info["corruptions"])
         for c, ci in info["corruptions"].items():
             levels = ", ".join(_fmt_level(v) for v in ci["table"])
-            print(f"  {c:<{width}}  {ci['fold']:<13}  {levels}")
+            fold = "" if info["suite"] == "pathology" else f"{ci['fold'] or '-':<13}  "
+            print(f"  {c:<{width}}  {fold}{levels}")
     return 0
 
 

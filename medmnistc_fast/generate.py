@@ -1,11 +1,29 @@
-"""Pre-generate MedMNIST-C corrupted sets, from one laptop to a Dask cluster.
+"""Pre-generate corrupted sets (MedMNIST-C, pathology), from one laptop to a Dask cluster.
 
 This replaces the reference's ``DatasetManager`` (``medmnistc`` 0.1.0). It reads a clean
-MedMNIST+ split, corrupts it with :func:`medmnistc_fast.corrupt_batch` (the public API; never the
+split, corrupts it with :func:`medmnistc_fast.corrupt_batch` (the public API; never the
 kernels) and writes one file per corruption, in the reference's layout::
 
     {out}/{flag}/{corruption}.npz      test_images (5N, H, W[, 3]) uint8, test_labels (5N, L)
     {out}/{flag}/manifest.json
+    {out}/{flag}/filenames.json        (folder input only) row -> file
+
+Inputs
+------
+- MedMNIST+ files ``{root}/{flag}_{size}.npz`` (the default) or the embedded sample: the 12
+  MedMNIST-C datasets.
+- An image folder, one sub-folder per class (``folder=``, ``--from-folder``), for any dataset
+  key, the pathology suites (``pathology96``, ``pathology224``) included, or ``"pathology"``
+  to pick the suite from the image size. Files are scanned, hashed and their headers checked in
+  this process first (structure, readability, 8 bits per channel, one common size: nothing is
+  written when this fails), then decoded once by the workers, chunk by chunk, into a temporary
+  raw file beside the outputs, which the corruption tasks read like an unpacked MedMNIST+
+  member. The input checksum is the SHA-256 over, per row, the path below the folder, the label
+  and the SHA-256 of the file's bytes, so a moved folder still resumes; a file that changes
+  between the scan and its decoding is an error. ``filenames.json`` lists ``[path, label]`` per
+  row (image index = row).
+- Arrays (``images=``, ``labels=``): any dataset key; read in chunks (a ``numpy.memmap``
+  streams from disk); the checksum covers shapes, dtypes and bytes.
 
 Layout and naming rules
 -----------------------
@@ -39,8 +57,10 @@ Containers
 Safety and resuming
 -------------------
 Every output is written under a temporary name in the same folder (``.{name}.{12 hex}.tmp``),
-flushed and fsynced, then renamed. ``manifest.json`` (package version, seed, size, split, format,
-compression, input SHA-256, and per file the severities, table, shapes and SHA-256) is rewritten
+flushed and fsynced, then renamed. ``manifest.json`` (package version, seed, size (the image side;
+null for non-square folder or array input), split, format, compression, the input's source,
+SHA-256 and shape (for a folder also its root, classes and colour mode), and per file the
+severities, table, shapes and SHA-256) is rewritten
 atomically after each finished file. A re-run skips the files whose manifest entry matches (same
 parameters, and the file's checksum recomputed from disk equals the entry), removes temporary
 leftovers of interrupted runs and redoes the rest, ending byte-identical to an uninterrupted run.
@@ -66,6 +86,7 @@ C-order bytes, in row order, and ``labels_sha256`` that of the labels' C-order b
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 import os
@@ -73,6 +94,7 @@ import re
 import secrets
 import shutil
 import signal
+import struct
 import zlib
 from collections import deque
 from dataclasses import dataclass, field
@@ -82,10 +104,13 @@ import numpy as np
 from . import registry
 from ._npz import NpzWriter, copy_member_data, deflate_segments, inspect_npz, read_member_array
 from ._version import __version__
+from ._validation import check_dataset
 from .api import corrupt, corrupt_batch, severity_table
+from .corruptions.pathology import suite_for_size
 
 __all__ = ["generate", "input_path", "output_dir", "load_images", "render_preview",
-           "preview_cell", "DEFAULT_ROOT", "SPLITS", "FORMATS", "MANIFEST", "DOWNLOAD_URL"]
+           "preview_cell", "folder_suite", "DEFAULT_ROOT", "SPLITS", "FORMATS", "MANIFEST",
+           "DOWNLOAD_URL", "IMAGE_EXTENSIONS", "FILENAMES", "PATHOLOGY_AUTO"]
 
 #: Default folder of the MedMNIST+ ``.npz`` files (the ``medmnist`` package's default).
 DEFAULT_ROOT = os.path.join("~", ".medmnist")
@@ -97,6 +122,19 @@ FORMATS = ("npz", "zarr")
 MANIFEST = "manifest.json"
 #: Zenodo record of MedMNIST+ (all sizes).
 DOWNLOAD_URL = "https://zenodo.org/records/10519652"
+#: File name endings read from an image folder (compared in lower case).
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff")
+#: Row-to-file map written beside the outputs of a folder input.
+FILENAMES = "filenames.json"
+#: Dataset key that picks the pathology suite from the image size (folder or arrays input).
+PATHOLOGY_AUTO = "pathology"
+
+# Pillow modes accepted from image folders (8 bits per channel), converted to "RGB" or "L"
+# (alpha dropped, palettes expanded, CMYK / YCbCr converted by Pillow).
+_PIL_MODES = frozenset({"1", "L", "LA", "La", "P", "PA", "RGB", "RGBA", "RGBa", "RGBX", "CMYK",
+                        "YCbCr"})
+# Raw (file) modes of more than 8 bits per channel that Pillow would silently reduce to 8 bits.
+_DEEP_RAWMODE = re.compile(r"^[IF](;|$)|;(12|16|24|32|64)")
 
 _MANIFEST_VERSION = 1
 _TMP_RE = re.compile(r"^\..+\.[0-9a-f]{12}\.tmp$")
@@ -150,7 +188,13 @@ def _as_list(value, name: str) -> list:
                         f"got {value!r}") from None
 
 
+def _suite_message(d: str) -> str:
+    return (f"{d} has no MedMNIST+ files or sample; generate it from an image folder "
+            f"(folder= / --from-folder) or from arrays (images=, labels=)")
+
+
 def _resolve_datasets(dataset) -> list:
+    """MedMNIST+ flags for file and sample inputs (``"all"``: the 12 datasets)."""
     names = ["all"] if dataset is None else _as_list(dataset, "dataset")
     if not names:
         raise ValueError("dataset must name at least one dataset, or 'all'")
@@ -158,6 +202,8 @@ def _resolve_datasets(dataset) -> list:
         return list(registry.DATASETS)
     out = []
     for d in names:
+        if d in registry.PATHOLOGY_SUITES or d == PATHOLOGY_AUTO:
+            raise ValueError(_suite_message(d))
         if d not in registry.DATASETS:
             raise ValueError(f"unknown dataset {d!r}; valid datasets: "
                              f"{', '.join(registry.DATASETS)} (or 'all')")
@@ -166,9 +212,24 @@ def _resolve_datasets(dataset) -> list:
     return out
 
 
+def _single_input_dataset(dataset) -> str:
+    """The one dataset key of a folder or arrays input (any key, or ``"pathology"``)."""
+    valid = ", ".join(list(registry.TABLES) + [PATHOLOGY_AUTO])
+    if not isinstance(dataset, str):
+        raise TypeError(f"dataset must be a str (one dataset key with folder= or images=); "
+                        f"got {type(dataset).__name__}")
+    if dataset not in registry.TABLES and dataset != PATHOLOGY_AUTO:
+        hint = (" (folder= and images= take one dataset key)"
+                if "," in dataset or dataset == "all" else "")
+        raise ValueError(f"unknown dataset {dataset!r}{hint}; valid datasets: {valid}")
+    return dataset
+
+
 def _single_dataset(dataset) -> str:
     if not isinstance(dataset, str):
         raise TypeError(f"dataset must be a str; got {type(dataset).__name__}")
+    if dataset in registry.PATHOLOGY_SUITES:
+        raise ValueError(_suite_message(dataset))
     if dataset not in registry.DATASETS:
         raise ValueError(f"unknown dataset {dataset!r}; valid datasets: "
                          f"{', '.join(registry.DATASETS)}")
@@ -248,22 +309,36 @@ class _FileRef:
         return out
 
 
+@dataclass(frozen=True)
+class _Folder:
+    """A scanned image folder: files in row order and their SHA-256 (checked when decoded)."""
+
+    root: str                 # absolute path
+    classes: tuple            # class sub-folder names, sorted; label = index
+    rel: tuple                # "class/file" per row (always "/"-separated)
+    labels: tuple             # int label per row
+    digests: tuple            # SHA-256 (32 bytes) of each file's bytes
+    mode: str                 # Pillow mode decoded to: "RGB" or "L"
+
+
 @dataclass
 class _Input:
     """One dataset's validated input split."""
 
     dataset: str
     split: str
-    size: int
+    size: int | None                      # side of square images; None if not square
     n: int
     image_shape: tuple
     labels: np.ndarray
-    path: str | None = None               # the .npz (None for the sample)
+    path: str | None = None               # the .npz (None for the other sources)
     member: object = None                 # _npz.MemberInfo of the images
-    array: np.ndarray | None = None       # in-memory images (the sample)
+    array: np.ndarray | None = None       # in-memory images (the sample, images=)
     sample_n: int | None = None
     sha256: str | None = None
     ref: _FileRef | None = None           # where workers read images (set when running)
+    source: str = "file"                  # "file", "sample", "arrays" or "folder"
+    folder: _Folder | None = None
 
     def read(self, lo: int, hi: int) -> np.ndarray:
         if self.array is not None:
@@ -271,8 +346,14 @@ class _Input:
         return self.ref.read(lo, hi)
 
     def record(self) -> dict:
-        if self.path is None:
+        if self.source == "sample":
             src = {"source": "sample", "sample_n": self.sample_n}
+        elif self.source == "arrays":
+            src = {"source": "arrays"}
+        elif self.source == "folder":
+            f = self.folder
+            src = {"source": "folder", "root": f.root, "classes": list(f.classes),
+                   "mode": f.mode, "filenames": FILENAMES}
         else:
             src = {"source": "file", "file": os.path.basename(self.path)}
         return dict(src, sha256=self.sha256, n=self.n, image_shape=list(self.image_shape),
@@ -334,7 +415,285 @@ def _open_sample_input(dataset: str, split: str, size: int, n: int) -> _Input:
     h.update(np.ascontiguousarray(labels).data)
     return _Input(dataset, split, size, images.shape[0], tuple(images.shape[1:]),
                   np.ascontiguousarray(labels), array=np.ascontiguousarray(images),
-                  sample_n=n, sha256=h.hexdigest())
+                  sample_n=n, sha256=h.hexdigest(), source="sample")
+
+
+# ------------------------------------------------------------------------------ arrays input
+def _input_rgb(dataset: str) -> bool:
+    return dataset == PATHOLOGY_AUTO or registry.RGB[dataset]
+
+
+def _open_array_input(dataset: str, split: str, images, labels) -> _Input:
+    """``images=`` / ``labels=``: validated; hashed chunk by chunk (never copied whole)."""
+    if images is None or labels is None:
+        raise TypeError("images= and labels= go together: pass both arrays")
+    x = images if isinstance(images, np.ndarray) else np.asarray(images)
+    if x.dtype != np.uint8:
+        raise TypeError(f"images must be a uint8 array; got dtype {x.dtype} (convert it "
+                        f"yourself, e.g. np.clip(a * 255, 0, 255).astype(np.uint8), so that no "
+                        f"rescaling is guessed)")
+    rgb = _input_rgb(dataset)
+    if rgb and (x.ndim != 4 or x.shape[3] != 3):
+        raise ValueError(f"images has shape {x.shape}; {dataset} is an RGB dataset: expected "
+                         f"(N, H, W, 3)")
+    if not rgb and x.ndim != 3:
+        raise ValueError(f"images has shape {x.shape}; {dataset} is a gray dataset: expected "
+                         f"(N, H, W)" + (" (drop the channel axis: images[..., 0])"
+                                         if x.ndim == 4 and x.shape[3] == 1 else ""))
+    if x.shape[0] == 0:
+        raise ValueError("images holds no images (N = 0)")
+    if min(x.shape[1:3]) < 8:
+        raise ValueError(f"images has shape {x.shape}; images must be at least 8 x 8 pixels")
+    y = np.asarray(labels)
+    if y.dtype.kind not in "biu":
+        raise TypeError(f"labels must be an integer (or bool) array; got dtype {y.dtype}")
+    if y.ndim not in (1, 2) or y.shape[0] != x.shape[0]:
+        raise ValueError(f"labels has shape {y.shape}; expected ({x.shape[0]},) or "
+                         f"({x.shape[0]}, L) to match images {x.shape}")
+    y = np.array(y, order="C", copy=True)          # small; later edits by the caller are moot
+    if dataset == PATHOLOGY_AUTO:
+        dataset = suite_for_size(x.shape[1], x.shape[2])
+    h = hashlib.sha256()
+    h.update(f"arrays images {list(x.shape)} labels {list(y.shape)} {y.dtype.str}\n".encode())
+    per = int(np.prod(x.shape[1:]))
+    step = max(1, _IO_BLOCK // per)
+    for lo in range(0, x.shape[0], step):
+        h.update(np.ascontiguousarray(x[lo:lo + step]).data)
+    h.update(y.data)
+    hh, ww = x.shape[1:3]
+    return _Input(dataset, split, hh if hh == ww else None, x.shape[0], tuple(x.shape[1:]), y,
+                  array=x, sha256=h.hexdigest(), source="arrays")
+
+
+# ------------------------------------------------------------------------------ folder input
+def _scan_folder(folder) -> tuple:
+    """``(root, classes, rel, labels)`` of an image folder; structure errors raise."""
+    root = os.path.abspath(os.path.expanduser(os.fspath(folder)))
+    if not os.path.exists(root):
+        raise FileNotFoundError(f"image folder not found: {root}")
+    if not os.path.isdir(root):
+        raise ValueError(f"{root} is not a folder; --from-folder (folder=) takes a folder with "
+                         f"one sub-folder of images per class")
+    classes = []
+    with os.scandir(root) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    for e in entries:
+        if e.name.startswith("."):
+            continue
+        if not e.is_dir():
+            raise ValueError(f"{e.path} is a file directly under the image folder; images go in "
+                             f"one sub-folder per class ({os.path.join(root, 'CLASS', 'IMAGE')}"
+                             f".png): move or remove it")
+        classes.append(e.name)
+    if not classes:
+        raise ValueError(f"{root} has no class sub-folders; expected one sub-folder of images "
+                         f"per class ({os.path.join(root, 'CLASS', 'IMAGE')}.png)")
+    rel, labels = [], []
+    for k, c in enumerate(classes):
+        d = os.path.join(root, c)
+        with os.scandir(d) as it:
+            names = sorted(e.name for e in it if not e.name.startswith(".")
+                           and e.name.lower().endswith(IMAGE_EXTENSIONS) and e.is_file())
+        if not names:
+            raise ValueError(f"class folder {d} holds no images "
+                             f"({', '.join(IMAGE_EXTENSIONS)}, any case): add images or remove it")
+        rel.extend(f"{c}/{n}" for n in names)
+        labels.extend([k] * len(names))
+    return root, tuple(classes), tuple(rel), tuple(labels)
+
+
+def _row_path(root: str, rel: str) -> str:
+    return os.path.join(root, *rel.split("/"))
+
+
+def _raw_modes(im) -> list:
+    out = []
+    for t in getattr(im, "tile", None) or ():
+        args = t[3] if len(t) > 3 else None
+        if isinstance(args, tuple) and args and isinstance(args[0], str):
+            args = args[0]
+        if isinstance(args, str):
+            out.append(args)
+    return out
+
+
+def _probe_image(path: str, data: bytes) -> tuple:
+    """``(H, W)`` from the header of an image file's bytes; refuses deep or odd modes."""
+    from PIL import Image
+
+    try:
+        im = Image.open(io.BytesIO(data))
+    except Exception as exc:  # noqa: BLE001 - Pillow raises many kinds for unreadable files
+        raise ValueError(f"{path}: not an image Pillow can read ({exc})") from None
+    with im:
+        mode = im.mode
+        deep = mode in ("I", "F") or mode.startswith(("I;", "F;")) or any(
+            _DEEP_RAWMODE.search(r) for r in _raw_modes(im))
+        if deep:
+            raise ValueError(f"{path}: {mode!r} image with more than 8 bits per channel "
+                             f"(16-bit, 32-bit or floating-point pixels) is not supported: "
+                             f"convert it to 8 bits per channel first, choosing how to rescale "
+                             f"(the corruptions are defined on uint8 images)")
+        if mode not in _PIL_MODES:
+            raise ValueError(f"{path}: Pillow mode {mode!r} is not supported; expected one of "
+                             f"{', '.join(sorted(_PIL_MODES))}")
+        w, h = im.size
+    return int(h), int(w)
+
+
+def _folder_sha256(rel, labels, digests) -> str:
+    """SHA-256 over, per row in order: len(path) (uint32 LE), path bytes, label (int64 LE),
+    SHA-256 of the file's bytes; ``path`` is the "/"-separated path below the folder."""
+    h = hashlib.sha256()
+    for r, lab, dig in zip(rel, labels, digests):
+        b = os.fsencode(r)
+        h.update(struct.pack("<I", len(b)) + b + struct.pack("<q", lab) + dig)
+    return h.hexdigest()
+
+
+def _open_folder_input(dataset: str, split: str, folder, progress: bool) -> _Input:
+    """Scan a class-folder tree, read every file once (SHA-256 and image header), check sizes."""
+    from tqdm.auto import tqdm
+
+    root, classes, rel, labels = _scan_folder(folder)
+    digests = []
+    first = None
+    with tqdm(total=len(rel), unit="img", leave=False, desc="scan image folder",
+              disable=not progress, dynamic_ncols=True) as bar:
+        for r in rel:
+            path = _row_path(root, r)
+            with open(path, "rb") as f:
+                data = f.read()
+            digests.append(hashlib.sha256(data).digest())
+            hw = _probe_image(path, data)
+            if first is None:
+                first = (path, hw)
+                if min(hw) < 8:
+                    raise ValueError(f"{path} is {hw[0]} x {hw[1]} px (H x W); images must be at "
+                                     f"least 8 x 8 pixels")
+            elif hw != first[1]:
+                raise ValueError(f"{path} is {hw[0]} x {hw[1]} px (H x W) but the first image, "
+                                 f"{first[0]}, is {first[1][0]} x {first[1][1]} px; every image "
+                                 f"of a folder must have the same size (crop or resize them "
+                                 f"first)")
+            bar.update(1)
+    hh, ww = first[1]
+    if dataset == PATHOLOGY_AUTO:
+        dataset = suite_for_size(hh, ww)
+    rgb = registry.RGB[dataset]
+    fol = _Folder(root, classes, rel, labels, tuple(digests), "RGB" if rgb else "L")
+    lab = np.asarray(labels, np.uint8 if len(classes) <= 256 else np.int64).reshape(-1, 1)
+    return _Input(dataset, split, hh if hh == ww else None, len(rel),
+                  (hh, ww, 3) if rgb else (hh, ww), lab,
+                  sha256=_folder_sha256(rel, labels, fol.digests), source="folder", folder=fol)
+
+
+def folder_suite(folder) -> tuple:
+    """The pathology suite for an image folder, from its first image: ``(suite, (H, W))``.
+
+    Reads the folder's listing and the first image's header only (see :func:`generate` for the
+    folder layout). ``suite`` is :func:`medmnistc_fast.corruptions.pathology.suite_for_size`
+    of ``(H, W)``: ``"pathology96"`` up to 160 px, ``"pathology224"`` above.
+
+    Raises
+    ------
+    FileNotFoundError, ValueError
+        As in :func:`generate` for the folder structure and the first image.
+    """
+    root, _, rel, _ = _scan_folder(folder)
+    path = _row_path(root, rel[0])
+    with open(path, "rb") as f:
+        hw = _probe_image(path, f.read())
+    return suite_for_size(*hw), hw
+
+
+@dataclass(frozen=True)
+class _DecodeTask:
+    """Rows of a folder input to decode into the raw spool file at ``offset`` (picklable)."""
+
+    root: str
+    rel: tuple
+    digests: tuple
+    mode: str
+    image_shape: tuple
+    spool: str
+    offset: int
+
+
+def _write_at(path: str, offset: int, data) -> None:
+    view = memoryview(data).cast("B")
+    if hasattr(os, "pwrite"):
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            done = 0
+            while done < view.nbytes:
+                done += os.pwrite(fd, view[done:], offset + done)
+        finally:
+            os.close(fd)
+        return
+    with open(path, "r+b") as f:  # pragma: no cover - not on POSIX
+        f.seek(offset)
+        f.write(view)
+
+
+def _decode_rows(task: _DecodeTask) -> int:
+    """Decode files with Pillow (first frame, ``convert(mode)``) into the spool; returns rows."""
+    from PIL import Image
+
+    out = np.empty((len(task.rel),) + tuple(task.image_shape), np.uint8)
+    for i, (r, dig) in enumerate(zip(task.rel, task.digests)):
+        path = _row_path(task.root, r)
+        with open(path, "rb") as f:
+            data = f.read()
+        if hashlib.sha256(data).digest() != dig:
+            raise ValueError(f"{path} changed while the set was being generated (its SHA-256 "
+                             f"differs from the first pass); re-run once the folder is stable")
+        try:
+            with Image.open(io.BytesIO(data)) as im:
+                arr = np.asarray(im.convert(task.mode))
+        except Exception as exc:  # noqa: BLE001 - truncated or corrupt image data
+            raise ValueError(f"{path}: cannot decode the image ({exc})") from None
+        if arr.shape != tuple(task.image_shape):
+            raise ValueError(f"{path} decodes to shape {arr.shape}; expected "
+                             f"{tuple(task.image_shape)}")
+        out[i] = arr
+    _write_at(task.spool, task.offset, out)
+    return len(task.rel)
+
+
+def _decode_folder(inp: _Input, spool: str, runner, chunk: int, progress: bool) -> None:
+    """Decode every image of a folder input once, in the workers, into a raw uint8 file."""
+    from tqdm.auto import tqdm
+
+    fol, per = inp.folder, int(np.prod(inp.image_shape))
+    with open(spool, "wb") as f:
+        f.truncate(inp.n * per)
+    pending = deque()
+    try:
+        with tqdm(total=inp.n, unit="img", leave=False, desc=f"{inp.dataset}: decode images",
+                  disable=not progress, dynamic_ncols=True) as bar:
+            for lo in range(0, inp.n, chunk):
+                hi = min(inp.n, lo + chunk)
+                task = _DecodeTask(fol.root, fol.rel[lo:hi], fol.digests[lo:hi], fol.mode,
+                                   inp.image_shape, spool, lo * per)
+                pending.append(runner.call(_decode_rows, task))
+                while len(pending) >= runner.capacity:
+                    bar.update(pending.popleft().result())
+            while pending:
+                bar.update(pending.popleft().result())
+    except BaseException:
+        for fut in pending:
+            fut.cancel()
+        raise
+
+
+def _write_filenames(directory: str, fol: _Folder) -> None:
+    """``filenames.json``: the folder's classes and, per row, [path below the folder, label]."""
+    lines = ",\n  ".join(json.dumps([r, lab]) for r, lab in zip(fol.rel, fol.labels))
+    text = (f'{{"root": {json.dumps(fol.root)},\n "classes": {json.dumps(list(fol.classes))},\n'
+            f' "files": [\n  {lines}\n ]\n}}\n')
+    _write_text_atomic(os.path.join(directory, FILENAMES), text)
+
 
 
 def _hash_input(inp: _Input, progress: bool) -> None:
@@ -458,6 +817,9 @@ class _LocalRunner:
     def submit(self, task, images):
         return _Done(_compute, (task,) + tuple(images))
 
+    def call(self, fn, *args):
+        return _Done(fn, args)
+
     def close(self, cancel=False):
         pass
 
@@ -478,6 +840,9 @@ class _PoolRunner:
 
     def submit(self, task, images):
         return self._ex.submit(_compute, task, *images)
+
+    def call(self, fn, *args):
+        return self._ex.submit(fn, *args)
 
     def close(self, cancel=False):
         self._ex.shutdown(wait=True, cancel_futures=cancel)
@@ -562,9 +927,13 @@ def _dumps(obj) -> str:
 
 
 def _write_json_atomic(path: str, obj) -> None:
+    _write_text_atomic(path, _dumps(obj) + "\n")
+
+
+def _write_text_atomic(path: str, text: str) -> None:
     directory = os.path.dirname(path)
     tmp = _tmp_name(directory, os.path.basename(path))
-    data = (_dumps(obj) + "\n").encode()
+    data = text.encode()
     try:
         with open(tmp, "wb") as f:
             f.write(data)
@@ -761,15 +1130,33 @@ class _DatasetRun:
                                   os.path.join(self.dir, want["file"]),
                                   _tmp_name(self.dir, want["file"]), want, self.chunk))
 
+    def write_side_files(self) -> None:
+        """``filenames.json`` for a folder input; a stale one of an earlier folder run goes."""
+        path = os.path.join(self.dir, FILENAMES)
+        if self.inp.folder is not None:
+            _write_filenames(self.dir, self.inp.folder)
+        elif (isinstance(self.old, dict) and isinstance(self.old.get("input"), dict)
+              and self.old["input"].get("source") == "folder" and os.path.isfile(path)):
+            _remove(path)
+
     def write_manifest(self) -> None:
         order = list(registry.TABLES[self.inp.dataset])
         files = {c: self.files[c] for c in order if c in self.files}
         _write_json_atomic(self.manifest_path, dict(self.params, files=files))
 
     # -- running ------------------------------------------------------------------------------
-    def prepare_source(self) -> None:
+    def prepare_source(self, get_runner) -> None:
         inp = self.inp
         if inp.array is not None:
+            return
+        if inp.folder is not None:
+            # Decode every image once, in the workers (in-process under Dask, whose workers may
+            # not see the folder), into a raw file that the corruption tasks then read.
+            runner = get_runner()
+            self.spool = _tmp_name(self.dir, f"input-{inp.split}")
+            _decode_folder(inp, self.spool, _LocalRunner() if runner.inband else runner,
+                           self.chunk, self.progress)
+            inp.ref = _FileRef(self.spool, 0, inp.n, inp.image_shape)
             return
         m = inp.member
         if not m.compressed:
@@ -971,48 +1358,77 @@ class _DatasetRun:
 
 # ==================================================================================== generate
 def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 30,
-             size: int = 224, split: str = "test", corruptions=None, severities=None,
-             seed: int = 0, workers: int | None = None, scheduler=None, fmt: str = "npz",
+             folder=None, images=None, labels=None, size: int | None = None,
+             split: str = "test", corruptions=None, severities=None, seed: int = 0,
+             workers: int | None = None, scheduler=None, fmt: str = "npz",
              compress: bool = False, chunk_size: int | None = None, overwrite: bool = False,
              progress: bool = False) -> list:
-    """Generate MedMNIST-C corrupted sets: one file per (dataset, corruption).
+    """Generate corrupted sets: one file per (dataset, corruption).
+
+    Four inputs, one per call: MedMNIST+ files (``root``, the default), the embedded sample
+    (``sample=True``), an image folder (``folder``) or arrays (``images`` and ``labels``).
+    The last two take any dataset key, including the pathology suites, and any image size.
 
     Parameters
     ----------
     dataset : str or sequence of str
-        A dataset flag (one of :data:`medmnistc_fast.DATASETS`), ``"all"``, a sequence of
-        flags, or a comma-separated str.
+        A dataset key: one of :data:`medmnistc_fast.DATASETS`, or with ``folder`` / ``images``
+        also a pathology suite (``"pathology96"``, ``"pathology224"``) or ``"pathology"``,
+        which picks the suite from the image size with
+        :func:`~medmnistc_fast.corruptions.pathology.suite_for_size` (96 px tables up to
+        160 px, 224 px tables above). For MedMNIST+ files and the sample also ``"all"``, a
+        sequence of flags, or a comma-separated str.
     out : str or path
-        Output root; files go to ``{out}/{flag}/{corruption}.npz`` (test split) or
-        ``{out}/{flag}_{split}/`` (other splits). Created if needed.
+        Output root; files go to ``{out}/{dataset}/{corruption}.npz`` (test split) or
+        ``{out}/{dataset}_{split}/`` (other splits). Created if needed.
     root : str or path, optional
         Folder of the MedMNIST+ files (``{flag}.npz`` at 28 px, ``{flag}_{size}.npz`` else).
-        Default :data:`DEFAULT_ROOT` (``~/.medmnist``). Ignored with ``sample=True``.
+        Default :data:`DEFAULT_ROOT` (``~/.medmnist``) when no other input is given.
     sample : bool
         Use the embedded sample (:func:`medmnistc_fast.sample.sample_split`: real images from
         scikit-image and pydicom, colour for RGB datasets, gray otherwise) instead of files.
     sample_n : int >= 1
         Images per split of the sample.
-    size : int >= 8
-        Image side in pixels (MedMNIST+: 28, 64, 128, 224).
+    folder : str or path, optional
+        An image folder: one sub-folder per class, ``{folder}/{class}/{image}``. Classes are
+        the immediate sub-folders sorted by name (hidden ones, starting with ".", skipped);
+        the label of an image is its class's index in that order. Images are the files of
+        each class folder (not recursive) ending in .png, .jpg, .jpeg, .tif or .tiff (any
+        case), sorted by name; other entries are ignored. A file directly under ``folder``, an
+        empty class folder, an unreadable image, an image of more than 8 bits per channel
+        (16-bit, 32-bit or float) or of another size than the first image (H, W >= 8) is an
+        error, raised before anything is written. Images are decoded with Pillow (first frame
+        of multi-page files; no EXIF rotation) and converted with ``.convert("RGB")`` for RGB
+        datasets (alpha dropped), ``.convert("L")`` otherwise. Labels are ``(N, 1)`` uint8
+        (int64 beyond 256 classes). ``{out}/{dataset}/filenames.json`` maps rows to files.
+    images : ndarray, shape (N, H, W, 3) for RGB datasets or (N, H, W) for gray, uint8
+        In-memory (or memory-mapped) images, H, W >= 8; read in chunks, never copied whole.
+        Needs ``labels``.
+    labels : ndarray, shape (N,) or (N, L), integers
+        Labels of ``images``, written tiled as they are.
+    size : int >= 8, optional
+        Image side of MedMNIST+ files and the sample (MedMNIST+: 28, 64, 128, 224); default
+        224. Must be None with ``folder`` or ``images``, whose size is read from the input.
     split : {"test", "val", "train"}
+        Split read from MedMNIST+ files and the sample; for every input it names the arrays
+        (``{split}_images``) and the folder.
     corruptions : sequence of str or comma-separated str, optional
-        Subset of each dataset's corruptions (default: all, in the reference's order).
+        Subset of each dataset's corruptions (default: all, in the registry's order).
     severities : sequence of int in 1..5, or comma-separated str, optional
         Subset of levels (default all five); sorted and de-duplicated; a file then holds
         ``len(severities) * N`` rows, level ``severities[k]`` in rows ``[k*N:(k+1)*N]``.
     seed : int >= 0
         Random seed, passed to :func:`medmnistc_fast.corrupt_batch` with ``start`` = the
-        image's index in the split.
+        image's index (row) in the input.
     workers : int >= 1, optional
         Worker processes on this machine (default: the CPUs available). 1 runs in-process.
-        Each worker runs one corruption thread.
+        Each worker runs one corruption thread (and decodes folder images).
     scheduler : str or dask.distributed.Client, optional
         Run the chunk tasks on a Dask distributed cluster: a scheduler address such as
         ``"tcp://host:8786"``, the path of a ``--scheduler-file`` JSON written by
-        ``dask scheduler``, or a client. Images are sent to the workers with each task;
-        with ``fmt="zarr"`` the workers write the store, so ``out`` must be on a file system
-        they share. Excludes ``workers``.
+        ``dask scheduler``, or a client. Images are sent to the workers with each task
+        (folder images are decoded in this process first); with ``fmt="zarr"`` the workers
+        write the store, so ``out`` must be on a file system they share. Excludes ``workers``.
     fmt : {"npz", "zarr"}
     compress : bool
         npz: deflate (zlib level 1) members in the workers; zarr: zarr's default compressor.
@@ -1030,33 +1446,53 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     Returns
     -------
     list of dict
-        One per dataset: ``dataset``, ``dir``, ``written`` and ``skipped`` (corruption
-        names), ``removed_temps`` and ``manifest`` (the manifest's content).
+        One per dataset: ``dataset`` (the suite chosen for ``"pathology"``), ``dir``,
+        ``written`` and ``skipped`` (corruption names), ``removed_temps`` and ``manifest``
+        (the manifest's content).
 
     Raises
     ------
     FileNotFoundError
-        A MedMNIST+ file is missing (the message says how to get it and mentions ``--sample``).
+        A MedMNIST+ file or the image folder is missing (for MedMNIST+ the message says how to
+        get it and mentions ``--sample``).
     ValueError
-        Unknown dataset, corruption or severity; a damaged or malformed input (not a zip,
-        missing arrays, wrong dtype or shape, CRC error); outputs made with other parameters
-        without ``overwrite``. Inputs are all checked before anything is written.
+        Unknown dataset, corruption or severity; more than one input; a damaged or malformed
+        input (not a zip, missing arrays, wrong dtype or shape, CRC error; for a folder, see
+        ``folder``); outputs made with other parameters without ``overwrite``. Inputs are all
+        checked before anything is written.
     TypeError
-        Arguments of the wrong type.
+        Arguments of the wrong type (``images`` not uint8, ``labels`` not integers, ``images``
+        without ``labels``).
     ImportError
         ``fmt="zarr"`` without zarr, ``scheduler`` without dask.distributed.
 
     Notes
     -----
     Memory stays bounded whatever the dataset size: images are read in chunks (a deflated
-    input member is first unpacked to a temporary file beside the outputs), at most
-    ``2 * workers + 1`` chunks are in flight, and members are written by streaming.
+    input member is first unpacked, and the images of a folder decoded once by the workers,
+    to a temporary raw file beside the outputs), at most ``2 * workers + 1`` chunks are in
+    flight, and members are written by streaming.
     """
-    datasets = _resolve_datasets(dataset)
-    wanted = _resolve_corruptions(datasets, corruptions)
+    n_inputs = ((root is not None) + bool(sample) + (folder is not None)
+                + (images is not None or labels is not None))
+    if n_inputs > 1:
+        raise ValueError("pass one input: root= (MedMNIST+ files, --root), sample=True "
+                         "(--sample), folder= (--from-folder) or images= with labels=")
+    single = folder is not None or images is not None or labels is not None
+    if single:
+        key = _single_input_dataset(dataset)
+        datasets = [key]
+        if size is not None:
+            raise ValueError("size= (--size) does not apply to folder= (--from-folder) or "
+                             "images= input: the image size is read from the images")
+    else:
+        datasets = _resolve_datasets(dataset)
+        size = _check_int(224 if size is None else size, "size", 8)
+    # The two pathology suites share their corruption names: check against either.
+    wanted = _resolve_corruptions(
+        ["pathology96" if d == PATHOLOGY_AUTO else d for d in datasets], corruptions)
     sevs = _resolve_severities(severities)
     seed = _check_int(seed, "seed", 0)
-    size = _check_int(size, "size", 8)
     sample_n = _check_int(sample_n, "sample_n", 1)
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}; got {split!r}")
@@ -1074,11 +1510,18 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         except ImportError:
             raise ImportError("fmt='zarr' / --format zarr needs zarr: "
                               "pip install 'medmnistc_fast[zarr]'") from None
-    datasets = [d for d in datasets if wanted[d]]
 
     # 1. Check every input and every output folder before writing anything.
-    inputs = [_open_sample_input(d, split, size, sample_n) if sample
-              else _open_file_input(d, split, size, root) for d in datasets]
+    if folder is not None:
+        inputs = [_open_folder_input(datasets[0], split, folder, progress)]
+    elif single:
+        inputs = [_open_array_input(datasets[0], split, images, labels)]
+    else:
+        datasets = [d for d in datasets if wanted[d]]
+        inputs = [_open_sample_input(d, split, size, sample_n) if sample
+                  else _open_file_input(d, split, size, root) for d in datasets]
+    if single:
+        wanted = {inputs[0].dataset: next(iter(wanted.values()))}
     for inp in inputs:
         _hash_input(inp, progress)
     runs = [_DatasetRun(inp, out, wanted[inp.dataset], sevs, seed, fmt, compress, chunk_size,
@@ -1091,31 +1534,37 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
 
     results = []
     runner = None
+
+    def get_runner():
+        nonlocal runner
+        if runner is None:
+            runner = (_DaskRunner(scheduler) if scheduler is not None
+                      else _LocalRunner() if workers == 1 else _PoolRunner(workers))
+        return runner
+
     try:
         for run in runs:
-            created = not os.path.isdir(run.dir)
+            created = _first_missing(run.dir)
             os.makedirs(run.dir, exist_ok=True)
             try:
                 removed = _clean_temps(run.dir)
                 run.plan()
                 if run.jobs:
-                    run.prepare_source()    # unpacks (and CRC-checks) a deflated input
+                    run.prepare_source(get_runner)  # unpacks / decodes (and checks) the input
             except BaseException:
                 if run.spool is not None:
                     _remove(run.spool)
-                if created:
-                    shutil.rmtree(run.dir, ignore_errors=True)
+                if created is not None:
+                    shutil.rmtree(created, ignore_errors=True)
                 raise
+            run.write_side_files()
             run.write_manifest()
             if run.jobs:
-                if runner is None:
-                    runner = (_DaskRunner(scheduler) if scheduler is not None
-                              else _LocalRunner() if workers == 1 else _PoolRunner(workers))
                 try:
                     total = sum(j.rows for j in run.jobs)
                     with tqdm(total=total, unit="img", desc=run.inp.dataset,
                               disable=not progress, dynamic_ncols=True) as bar:
-                        run.run(runner, bar)
+                        run.run(get_runner(), bar)
                 finally:
                     if run.spool is not None:
                         _remove(run.spool)
@@ -1132,6 +1581,17 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         if runner is not None:
             runner.close()
     return results
+
+
+def _first_missing(path: str) -> str | None:
+    """The outermost folder of ``path`` that does not exist yet (None if ``path`` exists)."""
+    top, p = None, os.path.abspath(path)
+    while not os.path.exists(p):
+        top, parent = p, os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    return top
 
 
 # ================================================================================ image access
@@ -1213,6 +1673,7 @@ def render_preview(image, dataset: str, *, seed: int = 0, index: int = 0, corrup
     ----------
     image : ndarray, shape (H, W) or (H, W, 3), uint8
     dataset : str
+        Any dataset key, including the pathology suites.
     seed, index : int >= 0
         As in :func:`medmnistc_fast.corrupt` (``index``: the image's index in its split).
     corruptions : sequence of str, optional
@@ -1230,7 +1691,7 @@ def render_preview(image, dataset: str, *, seed: int = 0, index: int = 0, corrup
     """
     from PIL import Image, ImageDraw, ImageFont
 
-    dataset = _single_dataset(dataset)
+    dataset = check_dataset(dataset)
     names = _resolve_corruptions([dataset], corruptions)[dataset]
     image = np.asarray(image)
     if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.ndim not in (2, 3):

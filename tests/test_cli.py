@@ -168,7 +168,13 @@ def test_missing_file_message_and_no_traceback(tmp_path):
     ["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--workers", "0"],
     ["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--format", "hdf5"],
     ["preview", "--dataset", "octmnist", "--sample", "--out", "x.jpg"],
+    ["preview", "--dataset", "pathology96", "--sample", "--out", "x.png"],
+    ["generate", "--dataset", "pathology96", "--from-folder", "f", "--sample", "--out", "x"],
+    ["generate", "--dataset", "pathology96", "--from-folder", "f", "--root", "r", "--out", "x"],
+    ["generate", "--dataset", "pathology96", "--from-folder", "f", "--out", "x"],
+    ["generate", "--dataset", "pathology", "--from-folder", "f", "--out", "x"],
     ["list", "--dataset", "mnist"],
+    ["list", "--dataset", "pathology"],
     [],
 ])
 def test_usage_errors(tmp_path, capsys, argv, monkeypatch):
@@ -211,18 +217,26 @@ def test_list_json(capsys):
     assert main(["list", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["version"] == mf.__version__
-    assert list(data["datasets"]) == list(mf.DATASETS)
+    assert list(data["datasets"]) == list(mf.DATASETS) + list(mf.PATHOLOGY_SUITES)
     for d, info in data["datasets"].items():
         assert list(info["corruptions"]) == list(mf.corruptions(d))
         assert info["channels"] == (3 if mf.registry.RGB[d] else 1)
-        assert info["task"] == mf.registry.TASKS[d]
+        assert info["reference_size"] == mf.registry.REFERENCE_SIZES[d]
+        pathology = d in mf.PATHOLOGY_SUITES
+        assert info["suite"] == ("pathology" if pathology else "medmnistc")
+        assert info["task"] == (None if pathology else mf.registry.TASKS[d])
         for c, ci in info["corruptions"].items():
             assert ci["table"] == json.loads(json.dumps(list(mf.severity_table(d, c))))
-            assert c in mf.FOLDS[ci["fold"]]
+            assert ci["fold"] is None if pathology else c in mf.FOLDS[ci["fold"]]
     assert main(["list", "--json", "--dataset", "retinamnist"]) == 0
     one = json.loads(capsys.readouterr().out)
     assert list(one["datasets"]) == ["retinamnist"]
     assert one["datasets"]["retinamnist"]["corruptions"]["defocus_blur"]["table"][0] == [4, 0.1]
+    assert main(["list", "--json", "--dataset", "pathology224"]) == 0
+    suite = json.loads(capsys.readouterr().out)["datasets"]["pathology224"]
+    assert suite["reference_size"] == 224
+    assert suite["corruptions"]["motion_blur"]["table"] == [[10, 3], [15, 5], [15, 8], [15, 12],
+                                                            [20, 15]]
 
 
 def test_list_text(capsys):
@@ -230,3 +244,9 @@ def test_list_text(capsys):
     out = capsys.readouterr().out
     assert out.startswith("dermamnist  (RGB, multi-class, 15 corruptions)")
     assert "zoom_blur" in out and "[12 zooms 1..1.11]" in out
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "pathology96  (RGB, pathology suite, tables for 96 px, 9 corruptions)" in out
+    assert "pathology224  (RGB, pathology suite, tables for 224 px, 9 corruptions)" in out
+    assert "  hue               0.02, 0.04, 0.06, 0.08, 0.1" in out
+    assert "  marking           (24, 26), (49, 53), (75, 80), (101, 107), (126, 135)" in out

@@ -298,6 +298,9 @@ def test_missing_file_message(tmp_path):
 
 @pytest.mark.parametrize("kwargs, msg", [
     ({"dataset": "mnist"}, "unknown dataset 'mnist'"),
+    ({"dataset": "pathology96"}, "pathology96 has no MedMNIST.* files or sample; .*from an "
+                                 "image folder"),
+    ({"dataset": "chestmnist,pathology224"}, "pathology224 has no MedMNIST"),
     ({"corruptions": "bubble"}, "'bubble' is not defined for dataset 'chestmnist'"),
     ({"severities": "0,2"}, r"severity must be an int in 1\.\.5"),
     ({"severities": "x"}, r"severities must be ints in 1\.\.5"),
@@ -323,6 +326,10 @@ def test_load_images_and_preview(root):
     im = render_preview(clean[0], RGB_DS, seed=1, corruptions=["pixelate", "characters"])
     c = preview_cell(SIZE)
     assert c == 96 and im.size == (120 + 6 * (c + 4) + 4, 20 + 2 * (c + 4) + 4)
+    suite = render_preview(clean[0], "pathology96", seed=1)     # any dataset key
+    assert suite.size == (120 + 6 * (c + 4) + 4, 20 + 9 * (c + 4) + 4)
+    with pytest.raises(ValueError, match="pathology96 has no MedMNIST"):
+        load_images("pathology96", 0, sample=True)
 
 
 # ------------------------------------------------------------------------------------ npz writer
