@@ -17,6 +17,9 @@ __all__ = ["corruptions", "severity_table", "corrupt", "corrupt_batch", "set_num
            "get_num_threads"]
 
 _ENV_THREADS = "MEDMNISTC_FAST_NUM_THREADS"
+#: Images with fewer pixels run on one thread unless ``num_threads`` is given (see
+#: :func:`corrupt_batch`).
+_MIN_THREADED_PIXELS = 96 * 96
 _state = {"threads": None}
 _pools: dict = {}
 _pools_lock = threading.Lock()
@@ -184,7 +187,10 @@ def corrupt_batch(images, corruption, severity, *, dataset, seed=None, start=0,
         Dataset index of ``images[0]``.
     num_threads : int >= 1 or None
         Threads to spread the images over (kernels release the GIL). None uses
-        :func:`get_num_threads`. The result does not depend on it.
+        :func:`get_num_threads`, except for images under 96 x 96 pixels, which run on one
+        thread: there the per-image Python work holds the GIL and a second thread slowed
+        batches down (0.5-1.0x at 28 and 64 px in benchmarks/RESULTS.md). The result does not
+        depend on it.
 
     Returns
     -------
@@ -197,7 +203,11 @@ def corrupt_batch(images, corruption, severity, *, dataset, seed=None, start=0,
     """
     nhwc = as_nhwc(images)
     start = check_nonneg_int(start, "start")
-    threads = get_num_threads() if num_threads is None else _check_threads(num_threads)
+    if num_threads is None:
+        small = nhwc.shape[1] * nhwc.shape[2] < _MIN_THREADED_PIXELS
+        threads = 1 if small else get_num_threads()
+    else:
+        threads = _check_threads(num_threads)
     kind, param, base, ctx = _plan(dataset, corruption, severity, seed)
     n = nhwc.shape[0]
     out = np.empty_like(nhwc)
