@@ -22,7 +22,7 @@ def to_pil(image: np.ndarray) -> Image.Image:
 
 def from_pil(pil: Image.Image, channels: int) -> np.ndarray:
     """Pillow image -> new C-contiguous uint8 (H, W, channels)."""
-    arr = np.array(pil, dtype=np.uint8)
+    arr = np.array(pil)  # a writable copy; the image is 8-bit L or RGB
     return arr.reshape(arr.shape[0], arr.shape[1], channels)
 
 
