@@ -299,7 +299,7 @@ def markdown(r: dict) -> str:
 # ----------------------------------------------------------------------------------------- main
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--reference-python", default=os.environ.get("MEDMNISTC_REF_PYTHON"),
+    ap.add_argument("--reference-python", default=os.environ.get("MEDMNISTC_REFERENCE_PYTHON"),
                     help="python of a venv with medmnistc 0.1.0 (skipped if not given)")
     ap.add_argument("--n-rgb", type=int, default=1000)
     ap.add_argument("--n-gray", type=int, default=2000)

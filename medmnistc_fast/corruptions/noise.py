@@ -201,12 +201,21 @@ def _apply_alias(image, thresh, alias, key):
     oflat = out.reshape(-1)
     k = np.uint64(key)
     if c == 1:
+        lo32 = np.uint64(0xFFFFFFFF)
         for p in range(flat.size):
             v = flat[p]
+            # Elements 3p, 3p+1, 3p+2 live in splitmix numbers 3p // 2 and 3p // 2 + 1: two
+            # generator calls per pixel instead of three (same stream as _element).
             j = np.uint64(3 * p)
-            a = np.uint32(_element(thresh, alias, v, k, j))
-            b = np.uint32(_element(thresh, alias, v, k, j + np.uint64(1)))
-            d = np.uint32(_element(thresh, alias, v, k, j + np.uint64(2)))
+            r0 = _splitmix(k, j >> np.uint64(1))
+            r1 = _splitmix(k, (j >> np.uint64(1)) + np.uint64(1))
+            if p % 2 == 0:  # 3p even: high(r0), low(r0), high(r1)
+                u0, u1, u2 = r0 >> np.uint64(32), r0 & lo32, r1 >> np.uint64(32)
+            else:  # 3p odd: low(r0), high(r1), low(r1)
+                u0, u1, u2 = r0 & lo32, r1 >> np.uint64(32), r1 & lo32
+            a = np.uint32(_draw(thresh, alias, v, np.uint32(u0)))
+            b = np.uint32(_draw(thresh, alias, v, np.uint32(u1)))
+            d = np.uint32(_draw(thresh, alias, v, np.uint32(u2)))
             oflat[p] = np.uint8((np.uint32(19595) * a + np.uint32(38470) * b
                                  + np.uint32(7471) * d + np.uint32(0x8000)) >> np.uint32(16))
     else:
