@@ -61,12 +61,14 @@ def check_severity(severity) -> int:
     return int(severity)
 
 
-def check_nonneg_int(value, name: str) -> int:
-    """Return ``value`` as a non-negative int (for seeds, indices, start offsets)."""
+def check_nonneg_int(value, name: str, upper=None) -> int:
+    """Return ``value`` as a non-negative int (for seeds, indices, start offsets), ``<= upper``."""
     if not _is_int(value):
         raise TypeError(f"{name} must be a non-negative int; got {value!r} ({type(value).__name__})")
     if int(value) < 0:
         raise ValueError(f"{name} must be a non-negative int; got {value!r}")
+    if upper is not None and int(value) > upper:
+        raise ValueError(f"{name} must be a non-negative int <= {upper}; got {value!r}")
     return int(value)
 
 

@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from . import registry, rng
-from ._validation import (as_hwc, as_nhwc, check_corruption, check_dataset, check_nonneg_int,
-                          check_seed, check_severity)
+from ._validation import (_is_int, as_hwc, as_nhwc, check_corruption, check_dataset,
+                          check_nonneg_int, check_seed, check_severity)
 from .corruptions import kind_of
 from .corruptions._spec import Context
 
@@ -17,6 +17,8 @@ __all__ = ["corruptions", "severity_table", "corrupt", "corrupt_batch", "set_num
            "get_num_threads"]
 
 _ENV_THREADS = "MEDMNISTC_FAST_NUM_THREADS"
+#: Image indices (``index``, ``start + i``) must stay below this (keys are built in uint64).
+MAX_INDEX = 2**63
 #: Images with fewer pixels run on one thread unless ``num_threads`` is given (see
 #: :func:`corrupt_batch`).
 _MIN_THREADED_PIXELS = 96 * 96
@@ -82,10 +84,11 @@ def get_num_threads() -> int:
 
 
 def _check_threads(n) -> int:
-    n = check_nonneg_int(n, "num_threads")
-    if n < 1:
-        raise ValueError(f"num_threads must be an int >= 1; got {n}")
-    return n
+    if not _is_int(n):
+        raise TypeError(f"num_threads must be an int >= 1; got {n!r} ({type(n).__name__})")
+    if int(n) < 1:
+        raise ValueError(f"num_threads must be an int >= 1; got {n!r}")
+    return int(n)
 
 
 def _pool(n: int) -> ThreadPoolExecutor:
@@ -166,7 +169,7 @@ def corrupt(image, corruption, severity, *, dataset, seed=None, index=0) -> np.n
     implementation ``medmnistc`` 0.1.0.
     """
     hwc = as_hwc(image)
-    index = check_nonneg_int(index, "index")
+    index = check_nonneg_int(index, "index", upper=MAX_INDEX)
     kind, param, base, ctx = _plan(dataset, corruption, severity, seed)
     key = rng.image_key(base, index)
     out = _apply(kind, param, ctx, hwc, key)
@@ -202,7 +205,7 @@ def corrupt_batch(images, corruption, severity, *, dataset, seed=None, start=0,
         As in :func:`corrupt`; also for a bad ``start`` or ``num_threads``.
     """
     nhwc = as_nhwc(images)
-    start = check_nonneg_int(start, "start")
+    start = check_nonneg_int(start, "start", upper=MAX_INDEX - nhwc.shape[0])
     if num_threads is None:
         small = nhwc.shape[1] * nhwc.shape[2] < _MIN_THREADED_PIXELS
         threads = 1 if small else get_num_threads()

@@ -26,6 +26,10 @@ __all__ = ["pixelate", "jpeg_compression", "gaussian_noise", "speckle_noise", "i
            "stain_deposit", "bubble", "characters", "hsv_shift", "marking", "pathology_bubble"]
 
 
+#: Largest blur radius or sigma accepted, pixels (kernels grow with it; far beyond any image).
+MAX_RADIUS = 1024
+
+
 def _run(name: str, image, **values) -> np.ndarray:
     hwc = as_hwc(image)
     return KINDS[name].kernel(hwc, **values).reshape(image.shape)
@@ -81,8 +85,8 @@ def defocus_blur(image, radius: float, alias_sigma: float) -> np.ndarray:
     -ceil(radius)..ceil(radius) (5x5 Gaussian), as the reference's ``disk``; ``alias_sigma``
     (pixels, > 0) is the anti-alias Gaussian's standard deviation. Border: reflect-101.
     """
-    r = check_positive(radius, "radius")
-    a = check_positive(alias_sigma, "alias_sigma")
+    r = check_positive(radius, "radius", upper=MAX_RADIUS)
+    a = check_positive(alias_sigma, "alias_sigma", upper=MAX_RADIUS)
     return _run("defocus_blur", image, radius=r, alias_sigma=a)
 
 
@@ -90,8 +94,8 @@ def motion_blur(image, radius: float, sigma: float, angle: float) -> np.ndarray:
     """ImageMagick-style motion blur: ``2 ceil(radius) + 1`` taps with half-Gaussian weights of
     ``sigma`` pixels along ``angle`` degrees (0 = towards +x, positive = towards +y, rows down);
     edges replicated."""
-    r = check_positive(radius, "radius")
-    s = check_positive(sigma, "sigma")
+    r = check_positive(radius, "radius", upper=MAX_RADIUS)
+    s = check_positive(sigma, "sigma", upper=MAX_RADIUS)
     if not isinstance(angle, numbers.Real) or isinstance(angle, bool) or not math.isfinite(angle):
         raise TypeError(f"angle must be a finite real number of degrees; got {angle!r}")
     return _run("motion_blur", image, radius=r, sigma=s, angle=float(angle))
@@ -111,7 +115,7 @@ def zoom_blur(image, zooms) -> np.ndarray:
 def gaussian_blur(image, kernel_size: int, sigma: float | None = None) -> np.ndarray:
     """torchvision-style Gaussian blur with an odd ``kernel_size`` (pixels) and ``sigma``
     (pixels; default torchvision's ``0.3 * ((kernel_size - 1) / 2 - 1) + 0.8``)."""
-    k = check_positive(kernel_size, "kernel_size", integer=True)
+    k = check_positive(kernel_size, "kernel_size", integer=True, upper=2 * MAX_RADIUS + 1)
     if k % 2 == 0:
         raise ValueError(f"kernel_size must be an odd int >= 1; got {kernel_size!r}")
     s = 0.3 * ((k - 1) * 0.5 - 1) + 0.8 if sigma is None else check_positive(sigma, "sigma")

@@ -1103,6 +1103,13 @@ class _DatasetRun:
                              f"or foreign); pass --overwrite (overwrite=True) to start over, or "
                              f"choose another --out")
         diffs = _param_diff(old, self.params)
+        files = old.get("files") if isinstance(old.get("files"), dict) else {}
+        for c in self.corruptions:
+            entry = files.get(c)
+            if isinstance(entry, dict) and entry.get("severities") not in (
+                    None, list(self.severities)):
+                diffs.append(f"{c} holds severities {entry['severities']}, "
+                             f"requested {list(self.severities)}")
         if diffs and not self.overwrite:
             raise ValueError(f"{self.dir} holds outputs made with other parameters: "
                              f"{'; '.join(diffs)}. Pass --overwrite (overwrite=True) to "

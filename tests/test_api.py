@@ -135,6 +135,15 @@ def test_batch_independent_of_split_and_threads(rgb224):
     assert np.array_equal(full, two) and np.array_equal(full, parts)
 
 
+def test_index_bounds(rgb224):
+    with pytest.raises(ValueError, match=r"index must be a non-negative int <= 2\d+"):
+        mf.corrupt(rgb224[0], "gaussian_noise", 1, dataset="dermamnist", index=2**64)
+    with pytest.raises(ValueError, match="start must be a non-negative int <="):
+        mf.corrupt_batch(rgb224, "gaussian_noise", 1, dataset="dermamnist", start=2**63 - 1)
+    with pytest.raises(ValueError, match="num_threads must be an int >= 1"):
+        mf.corrupt_batch(rgb224, "pixelate", 1, dataset="pathmnist", num_threads=-1)
+
+
 def test_empty_batch():
     out = mf.corrupt_batch(np.zeros((0, 28, 28), np.uint8), "pixelate", 1, dataset="chestmnist")
     assert out.shape == (0, 28, 28)

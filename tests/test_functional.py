@@ -64,6 +64,7 @@ def test_functional_equals_public_with_same_values(rgb224):
     (lambda x: F.gaussian_noise(x, -0.1), "sigma must be > 0"),
     (lambda x: F.gaussian_noise(x, 0.1, seed=-2), "seed must be a non-negative int"),
     (lambda x: F.motion_blur(x, 5, 2, "left"), "angle must be a finite real"),
+    (lambda x: F.motion_blur(x, 10**7, 5, 30), "radius must be > 0 and <= 1024"),
     (lambda x: F.zoom_blur(x, [0.9]), "zooms must be"),
     (lambda x: F.gaussian_blur(x, 4), "kernel_size must be an odd int"),
     (lambda x: F.saturate(x, 2.0), r"shift must be a real number in \[-1, 1\]"),

@@ -217,6 +217,21 @@ def test_other_parameters_refused_then_overwritten(root, tmp_path):
     assert res[0]["written"] == ["pixelate"] and res[0]["manifest"]["seed"] == 6
 
 
+def test_other_severities_refused(root, tmp_path):
+    """A file holding another severity subset is not silently replaced."""
+    generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
+             corruptions="pixelate", severities=[3])
+    before = tree(tmp_path)
+    with pytest.raises(ValueError, match=r"pixelate holds severities \[3\], requested "
+                                         r"\[1, 2, 3, 4, 5\].*--overwrite"):
+        generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
+                 corruptions="pixelate")
+    assert tree(tmp_path) == before
+    res = generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
+                   corruptions="pixelate", overwrite=True)
+    assert res[0]["written"] == ["pixelate"]
+
+
 def test_foreign_files_not_clobbered(root, tmp_path):
     d = output_dir(tmp_path, GRAY_DS)
     os.makedirs(d)
