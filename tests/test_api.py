@@ -136,7 +136,7 @@ def test_batch_independent_of_split_and_threads(rgb224):
 
 
 def test_index_bounds(rgb224):
-    with pytest.raises(ValueError, match=r"index must be a non-negative int <= 2\d+"):
+    with pytest.raises(ValueError, match=r"index must be a non-negative int <= 9223372036854775808"):
         mf.corrupt(rgb224[0], "gaussian_noise", 1, dataset="dermamnist", index=2**64)
     with pytest.raises(ValueError, match="start must be a non-negative int <="):
         mf.corrupt_batch(rgb224, "gaussian_noise", 1, dataset="dermamnist", start=2**63 - 1)
