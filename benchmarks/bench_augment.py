@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from _common import add_reference_arg, ratio_summary
 
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MAGICK_THREAD_LIMIT",
              "MEDMNISTC_FAST_NUM_THREADS", "NUMBA_NUM_THREADS"):
@@ -218,16 +219,13 @@ def markdown(result: dict) -> str:
         if by_size:
             lines.append("")
             for size, ratios in sorted(by_size.items(), key=lambda kv: int(kv[0])):
-                lines.append(f"- {label}, {size} px: speed-up median "
-                             f"{statistics.median(ratios):.1f}x, min {min(ratios):.1f}x, "
-                             f"max {max(ratios):.1f}x.")
+                lines.append(f"- {label}, {size} px: speed-up {ratio_summary(ratios)}.")
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--reference-python", default=os.environ.get("MEDMNISTC_REFERENCE_PYTHON"),
-                    help="python of a venv with medmnistc 0.1.0 (optional)")
+    add_reference_arg(ap)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--n28", type=int, default=2048, help="images at 28 px")
     ap.add_argument("--n224", type=int, default=384, help="images at 224 px")

@@ -29,6 +29,7 @@ import numpy as np
 
 import medmnistc_fast as mf
 from medmnistc_fast.sample import sample_images
+from _common import add_reference_arg, ratio_summary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -104,7 +105,7 @@ def batch_throughput(n: int = 1000, size: int = 28, pairs=None) -> dict:
 
 
 def markdown(result: dict) -> str:
-    lines = [f"# Corruption benchmark (224 px, one thread)", "",
+    lines = ["# Corruption benchmark (224 px, one thread)", "",
              f"Commit {result['meta']['commit']}, {result['meta']['date']}, "
              f"{result['meta']['machine']}, medmnistc_fast {result['meta']['version']}; "
              f"reference: {result['meta'].get('reference_versions', 'not run')}.",
@@ -128,9 +129,7 @@ def markdown(result: dict) -> str:
             + f" | {b['images_per_s_1t']:.0f} | {b['images_per_s_2t']:.0f} | "
               f"{b['speedup_2t']:.2f} | {row['warmup_s']:.2f} |")
     if ratios:
-        lines += ["", f"Median speed-up over all {len(ratios)} pairs: "
-                      f"{statistics.median(ratios):.1f}x; minimum {min(ratios):.1f}x; "
-                      f"maximum {max(ratios):.1f}x."]
+        lines += ["", f"Speed-up over all {len(ratios)} pairs: {ratio_summary(ratios)}."]
     b224 = result.get("batch224")
     if b224:
         lines += ["", "## 1,000-image batches at 224 px (`corrupt_batch`, level 3)", "",
@@ -151,8 +150,7 @@ def markdown(result: dict) -> str:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--reference-python", default=os.environ.get("MEDMNISTC_REFERENCE_PYTHON"),
-                    help="python of a venv with medmnistc 0.1.0 (optional)")
+    add_reference_arg(ap)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--out", default=os.path.join(HERE, "results_corruptions.json"))
     ap.add_argument("--markdown", default=os.path.join(HERE, "RESULTS_corruptions.md"))

@@ -50,6 +50,7 @@ import numpy as np
 import medmnistc_fast as mf
 from medmnistc_fast._npz import NpzWriter, deflate_segments
 from medmnistc_fast.sample import N_LABELS, sample_images
+from _common import add_reference_arg
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SIZE = 224
@@ -299,8 +300,7 @@ def markdown(r: dict) -> str:
 # ----------------------------------------------------------------------------------------- main
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--reference-python", default=os.environ.get("MEDMNISTC_REFERENCE_PYTHON"),
-                    help="python of a venv with medmnistc 0.1.0 (skipped if not given)")
+    add_reference_arg(ap)
     ap.add_argument("--n-rgb", type=int, default=1000)
     ap.add_argument("--n-gray", type=int, default=2000)
     ap.add_argument("--ref-n", type=int, default=200)
