@@ -2,6 +2,9 @@
 import argparse
 import os
 import statistics
+import subprocess
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def add_reference_arg(ap: argparse.ArgumentParser) -> None:
@@ -16,3 +19,12 @@ def ratio_summary(ratios) -> str:
     """``"median 7.7x, min 0.7x, max 180.3x"`` for a non-empty sequence of speed-ups."""
     return (f"median {statistics.median(ratios):.1f}x, min {min(ratios):.1f}x, "
             f"max {max(ratios):.1f}x")
+
+
+def git_commit() -> str:
+    """The short commit hash of the checkout, or "unknown"."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True,
+                              capture_output=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"

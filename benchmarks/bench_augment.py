@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from _common import add_reference_arg, ratio_summary
+from _common import add_reference_arg, git_commit, ratio_summary
 
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MAGICK_THREAD_LIMIT",
              "MEDMNISTC_FAST_NUM_THREADS", "NUMBA_NUM_THREADS"):
@@ -159,12 +159,6 @@ def run_side(impl: str, src: str, dst: str, repeats: int, configs) -> None:
 # Driver
 # ---------------------------------------------------------------------------------------------
 
-def _git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True,
-                              capture_output=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def _spawn(python: str, impl: str, src: str, repeats: int, tmp: str, config: str) -> dict:
@@ -280,7 +274,7 @@ def main(argv=None):
         rows[key] = row
     import medmnistc_fast as mf
 
-    result = {"meta": {"commit": _git_commit(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+    result = {"meta": {"commit": git_commit(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
                        "machine": f"{platform.machine()} {os.cpu_count()} cores, "
                                   f"Python {platform.python_version()}",
                        "version": mf.__version__, "repeats": args.repeats, "batch": BATCH,

@@ -29,17 +29,11 @@ import numpy as np
 
 import medmnistc_fast as mf
 from medmnistc_fast.sample import sample_images
-from _common import add_reference_arg, ratio_summary
+from _common import add_reference_arg, git_commit, ratio_summary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True,
-                              capture_output=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def time_ours(images: dict, repeats: int) -> dict:
@@ -171,7 +165,7 @@ def main(argv=None):
             entry["speedup"] = statistics.median(r) / statistics.median(o)
         pairs[key] = entry
     result = {
-        "meta": {"commit": _git_commit(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "meta": {"commit": git_commit(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
                  "machine": f"{platform.machine()} {os.cpu_count()} cores, "
                             f"Python {platform.python_version()}, numpy {np.__version__}",
                  "version": mf.__version__, "repeats": args.repeats,

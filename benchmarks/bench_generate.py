@@ -50,7 +50,7 @@ import numpy as np
 import medmnistc_fast as mf
 from medmnistc_fast._npz import NpzWriter, deflate_segments
 from medmnistc_fast.sample import N_LABELS, sample_images
-from _common import add_reference_arg
+from _common import add_reference_arg, git_commit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SIZE = 224
@@ -63,12 +63,6 @@ MEMORY_CORRUPTIONS = "jpeg_compression,impulse_noise,gaussian_blur"
 
 
 # ------------------------------------------------------------------------------------- helpers
-def _git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True,
-                              capture_output=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def make_input(path: str, dataset: str, n: int, unique: int = 60) -> None:
@@ -326,7 +320,7 @@ def main(argv=None):
         return
 
     tmp = tempfile.mkdtemp(prefix="bench_generate_", dir=args.tmpdir)
-    result = {"version": mf.__version__, "commit": _git_commit(),
+    result = {"version": mf.__version__, "commit": git_commit(),
               "machine": f"{platform.machine()} {os.cpu_count()} cores, Linux "
                          f"{platform.release()}, Python {platform.python_version()}, "
                          f"numpy {np.__version__}",

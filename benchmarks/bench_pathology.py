@@ -44,7 +44,7 @@ import medmnistc_fast as mf
 from medmnistc_fast import registry
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_corruptions import _git_commit  # noqa: E402  (shared helper of the benchmarks)
+from _common import git_commit  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PCAM_VAL = 32768
@@ -231,7 +231,7 @@ def main(argv=None) -> None:
 
     env = {"cpu": _cpu(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
            "numpy": np.__version__, "numba": numba.__version__, "skimage": skimage.__version__,
-           "medmnistc_fast": mf.__version__, "commit": _git_commit(),
+           "medmnistc_fast": mf.__version__, "commit": git_commit(),
            "loadavg_before": [round(v, 2) for v in os.getloadavg()]}
     p96, p224 = patches(96), patches(224)
     res = {"environment": env, "repeats": args.repeats, "per_corruption": {}}

@@ -23,6 +23,7 @@ from skimage import data as skdata
 import medmnistc_fast as mf
 from medmnistc_fast.cli import main
 from medmnistc_fast.generate import folder_suite, generate
+from tests.test_generate import sha, tree
 
 SEED = 7
 SUITE = "pathology96"
@@ -32,18 +33,6 @@ CLASSES = ("benign", "tumour")
 EXT = {3: ".TIF", 8: ".tiff", 11: ".jpg", 17: ".JPEG"}
 
 
-def sha(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
-def tree(root):
-    out = {}
-    for d, _, files in os.walk(root):
-        for name in files:
-            p = os.path.join(d, name)
-            out[os.path.relpath(p, root)] = sha(p)
-    return out
 
 
 def read_json(path):
