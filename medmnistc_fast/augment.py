@@ -252,6 +252,9 @@ def _select(dataset, corruptions, folds) -> list:
                                  f"{', '.join(map(repr, registry.FOLDS))}")
             names.update(registry.FOLDS[f])
         chosen = [c for c in chosen if c in names]
+        if not chosen:
+            raise ValueError(f"folds {list(folds)!r} select none of {dataset!r}'s corruptions "
+                             f"({', '.join(map(repr, available))})")
     return chosen
 
 

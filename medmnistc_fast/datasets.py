@@ -135,9 +135,18 @@ def available_corruptions(root, dataset: str) -> tuple:
     Returns
     -------
     tuple of str
-        In the reference's order (``medmnistc_fast.corruptions(dataset)``).
+        In the reference's order (``medmnistc_fast.corruptions(dataset)``); empty when the
+        folder exists but holds none.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``root`` is not a folder.
     """
     dataset = check_dataset(dataset)
+    if not os.path.isdir(os.fspath(root)):
+        raise FileNotFoundError(f"root {os.fspath(root)!r} is not a folder (expected the "
+                                f"generate output folder holding {dataset}/)")
     folder = os.path.join(os.fspath(root), dataset)
     return tuple(c for c in registry.TABLES[dataset]
                  if os.path.exists(os.path.join(folder, c + ".npz"))

@@ -256,7 +256,8 @@ def test_read_only_and_non_contiguous_inputs_not_modified():
     (dict(dataset="pathmnist", levels=(4, 2)), ValueError, "levels"),
     (dict(dataset="pathmnist", levels=3), TypeError, "levels"),
     (dict(dataset="pathmnist", seed=-1), ValueError, "seed"),
-    (dict(dataset="pathmnist", folds="noise", identity=False), ValueError, "no choice left"),
+    (dict(dataset="pathmnist", corruptions=[], identity=False), ValueError, "no choice left"),
+    (dict(dataset="pathmnist", folds="noise"), ValueError, "select none of"),
 ])
 def test_constructor_errors(kwargs, exc, match):
     with pytest.raises(exc, match=match):
@@ -498,3 +499,4 @@ def test_warm_up_leaves_streams_alone():
     a, b = AugMedMNISTC("chestmnist", seed=3), AugMedMNISTC("chestmnist", seed=3)
     assert a.warm_up() is a
     assert [a.draw() for _ in range(5)] == [b.draw() for _ in range(5)]
+

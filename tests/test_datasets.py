@@ -229,3 +229,9 @@ def test_zarr_v2_store(tmp_path):
     cs = CorruptedSet(tmp_path, "pathmnist", "pixelate", severity=[5])
     assert cs.format == "zarr" and np.array_equal(cs[N - 1][0], images[-1])
     assert os.path.isdir(cs.path)
+
+
+def test_available_corruptions_missing_root(tmp_path):
+    with pytest.raises(FileNotFoundError, match="is not a folder"):
+        available_corruptions(tmp_path / "nope", "pathmnist")
+    assert available_corruptions(tmp_path, "pathmnist") == ()
