@@ -524,7 +524,7 @@ class AugMedMNISTC:
             if len(self._epoch_bases) > 64:
                 self._epoch_bases.clear()
             self._epoch_bases[epoch] = base
-        return rng.generator(int(rng.image_keys(base, index)))
+        return rng.generator(rng.image_key(base, int(index)))
 
     def _generator(self, index, epoch) -> np.random.Generator:
         if index is None:

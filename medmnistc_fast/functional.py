@@ -30,6 +30,36 @@ __all__ = ["pixelate", "jpeg_compression", "gaussian_noise", "speckle_noise", "i
 MAX_RADIUS = 1024
 
 
+#: Shared tail of every public docstring here: the image, the result and the errors.
+_COMMON_DOC = """
+    Parameters
+    ----------
+    image : ndarray, shape (H, W), (H, W, 1) or (H, W, 3), uint8
+        H, W >= 8. One-channel images follow the reference's gray pipeline
+        L -> RGB -> corrupt -> L. Never modified; read-only and non-contiguous arrays work.
+
+    Returns
+    -------
+    ndarray, same shape as ``image``, uint8
+        A new C-contiguous array.
+
+    Raises
+    ------
+    TypeError
+        ``image`` is not a uint8 ndarray, or a parameter has the wrong type.
+    ValueError
+        ``image`` has a bad shape, or a parameter is outside its range (the message names it
+        and the allowed values).
+"""
+
+
+def _documented(fn):
+    """Append :data:`_COMMON_DOC` to ``fn``'s one-paragraph docstring."""
+    if fn.__doc__ is not None:  # None under python -OO
+        fn.__doc__ = fn.__doc__.rstrip() + "\n" + _COMMON_DOC
+    return fn
+
+
 def _run(name: str, image, **values) -> np.ndarray:
     hwc = as_hwc(image)
     return KINDS[name].kernel(hwc, **values).reshape(image.shape)
@@ -39,17 +69,20 @@ def _noise_key(seed) -> int:
     return key_from_seed(check_seed(seed))
 
 
+@_documented
 def pixelate(image, factor: float) -> np.ndarray:
     """Pillow BOX downsampling by ``factor`` (0 < factor <= 1) and BOX upsampling back."""
     return _run("pixelate", image, factor=check_positive(factor, "factor", upper=1.0))
 
 
+@_documented
 def jpeg_compression(image, quality: int) -> np.ndarray:
     """Pillow JPEG round trip at ``quality`` (int 1..95; Pillow's default 4:2:0 subsampling)."""
     q = check_positive(quality, "quality", integer=True, upper=95)
     return _run("jpeg_compression", image, quality=q)
 
 
+@_documented
 def gaussian_noise(image, sigma: float, *, seed=None) -> np.ndarray:
     """``clip(x + N(0, sigma))`` on ``x = image / 255``, truncated back to uint8.
 
@@ -59,12 +92,14 @@ def gaussian_noise(image, sigma: float, *, seed=None) -> np.ndarray:
     return _run("gaussian_noise", image, param=s, key=_noise_key(seed))
 
 
+@_documented
 def speckle_noise(image, sigma: float, *, seed=None) -> np.ndarray:
     """``clip(x + x * N(0, sigma))`` on ``x = image / 255`` (sigma > 0)."""
     s = check_positive(sigma, "sigma")
     return _run("speckle_noise", image, param=s, key=_noise_key(seed))
 
 
+@_documented
 def impulse_noise(image, amount: float, *, seed=None) -> np.ndarray:
     """Salt and pepper: each element becomes 0 or 255 with probability ``amount / 2`` each
     (0 < amount <= 1), scikit-image ``random_noise(mode='s&p')``'s law."""
@@ -72,12 +107,14 @@ def impulse_noise(image, amount: float, *, seed=None) -> np.ndarray:
     return _run("impulse_noise", image, param=a, key=_noise_key(seed))
 
 
+@_documented
 def shot_noise(image, photons: float, *, seed=None) -> np.ndarray:
     """``clip(Poisson(x * photons) / photons)``; photons per unit intensity, > 0."""
     m = check_positive(photons, "photons")
     return _run("shot_noise", image, param=m, key=_noise_key(seed))
 
 
+@_documented
 def defocus_blur(image, radius: float, alias_sigma: float) -> np.ndarray:
     """Convolution with the reference's anti-aliased disk of ``radius`` pixels.
 
@@ -90,10 +127,13 @@ def defocus_blur(image, radius: float, alias_sigma: float) -> np.ndarray:
     return _run("defocus_blur", image, radius=r, alias_sigma=a)
 
 
+@_documented
 def motion_blur(image, radius: float, sigma: float, angle: float) -> np.ndarray:
-    """ImageMagick-style motion blur: ``2 ceil(radius) + 1`` taps with half-Gaussian weights of
-    ``sigma`` pixels along ``angle`` degrees (0 = towards +x, positive = towards +y, rows down);
-    edges replicated."""
+    """ImageMagick 6 motion blur (reference ``MotionBlur``): ``out(y, x) = sum_k w_k
+    in(y + dy_k, x + dx_k)`` over ``n = 2 ceil(radius) + 1`` taps, half-Gaussian weights
+    ``w_k ~ exp(-k**2 / (2 sigma**2))`` (``radius``, ``sigma`` in pixels, 0 < both <= 1024),
+    ``dx_k ~ k cos(angle)``, ``dy_k ~ k sin(angle)`` rounded as ImageMagick does (``angle`` in
+    degrees, any finite value; rows point down); edges replicated; ImageMagick Q16 rounding."""
     r = check_positive(radius, "radius", upper=MAX_RADIUS)
     s = check_positive(sigma, "sigma", upper=MAX_RADIUS)
     if not isinstance(angle, numbers.Real) or isinstance(angle, bool) or not math.isfinite(angle):
@@ -101,6 +141,7 @@ def motion_blur(image, radius: float, sigma: float, angle: float) -> np.ndarray:
     return _run("motion_blur", image, radius=r, sigma=s, angle=float(angle))
 
 
+@_documented
 def zoom_blur(image, zooms) -> np.ndarray:
     """Average of the image and its centred zooms by each factor in ``zooms`` (each >= 1)."""
     try:
@@ -112,6 +153,7 @@ def zoom_blur(image, zooms) -> np.ndarray:
     return _run("zoom_blur", image, zooms=zs)
 
 
+@_documented
 def gaussian_blur(image, kernel_size: int, sigma: float | None = None) -> np.ndarray:
     """torchvision-style Gaussian blur with an odd ``kernel_size`` (pixels) and ``sigma``
     (pixels; default torchvision's ``0.3 * ((kernel_size - 1) / 2 - 1) + 0.8``)."""
@@ -122,21 +164,25 @@ def gaussian_blur(image, kernel_size: int, sigma: float | None = None) -> np.nda
     return _run("gaussian_blur", image, kernel_size=k, sigma=s)
 
 
+@_documented
 def brightness(image, factor: float) -> np.ndarray:
     """Pillow ``ImageEnhance.Brightness(image).enhance(factor)`` (factor > 0)."""
     return _run("brightness_up", image, factor=check_positive(factor, "factor"))
 
 
+@_documented
 def contrast(image, factor: float) -> np.ndarray:
     """Pillow ``ImageEnhance.Contrast(image).enhance(factor)`` (factor > 0)."""
     return _run("contrast_up", image, factor=check_positive(factor, "factor"))
 
 
+@_documented
 def gamma_correction(image, gamma: float) -> np.ndarray:
     """``int(255.999 * (v / 255) ** gamma)`` per value (torchvision ``adjust_gamma``, gain 1)."""
     return _run("gamma_corr_up", image, gamma=check_positive(gamma, "gamma"))
 
 
+@_documented
 def saturate(image, shift: float) -> np.ndarray:
     """HSV saturation ``S = clip(S + shift, 0, 1)`` (scikit-image rgb2hsv / hsv2rgb);
     ``shift`` in [-1, 1]."""
@@ -163,6 +209,7 @@ def _same_length(**arrays) -> None:
         raise ValueError(f"{', '.join(lengths)} must have the same length; got {lengths}")
 
 
+@_documented
 def black_corner(image, radius: int) -> np.ndarray:
     """Zero everything outside the filled circle of ``radius`` pixels (int >= 0) centred at
     ``(W // 2, H // 2)``, rasterised as OpenCV's filled ``cv2.circle``."""
@@ -171,6 +218,7 @@ def black_corner(image, radius: int) -> np.ndarray:
     return _run("black_corner", image, radius=int(radius))
 
 
+@_documented
 def stain_deposit(image, x, y, ink, *, ink_side: int = 24, side: int | None = None) -> np.ndarray:
     """Zero the pixels under ink marks of the reference's ink set (``assets/inks.npz``).
 
@@ -190,6 +238,7 @@ def stain_deposit(image, x, y, ink, *, ink_side: int = 24, side: int | None = No
     return _run("stain_deposit", image, ink_side=int(ink_side), side=int(s), ink=inks, x=xs, y=ys)
 
 
+@_documented
 def bubble(image, x, y, radius, *, border: int = 2) -> np.ndarray:
     """MedMNIST-C bubbles: for each centre (x[i], y[i]) a white disk of ``radius[i] + border``
     pixels at alpha 130, then one of ``radius[i]`` at alpha 100, composited as Pillow's paste."""
@@ -201,6 +250,7 @@ def bubble(image, x, y, radius, *, border: int = 2) -> np.ndarray:
     return _run("bubble", image, x=xs, y=ys, inner=r, outer=r + int(border))
 
 
+@_documented
 def characters(image, texts, x, y, colors, *, font_size: float = 6.3) -> np.ndarray:
     """Draw antialiased words (printable ASCII) with Pillow's bundled font of ``font_size``
     pixels, left end and baseline at (x[i], y[i]), RGB colour ``colors[i]`` (0..255)."""

@@ -108,9 +108,8 @@ def test_every_pair_contract(dataset, corruption, rgb224, gray224):
 @pytest.mark.parametrize("corruption", ["gaussian_noise", "motion_blur", "characters", "bubble"])
 def test_random_corruptions_depend_on_key(corruption, rgb224):
     img = rgb224[0]
-    base = mf.corrupt(img, corruption, 5, dataset="dermamnist" if corruption != "bubble"
-                      else "pathmnist", seed=1, index=0)
-    ds = "dermamnist" if corruption != "bubble" else "pathmnist"
+    ds = "pathmnist" if corruption == "bubble" else "dermamnist"
+    base = mf.corrupt(img, corruption, 5, dataset=ds, seed=1, index=0)
     assert not np.array_equal(base, mf.corrupt(img, corruption, 5, dataset=ds, seed=1, index=1))
     assert not np.array_equal(base, mf.corrupt(img, corruption, 5, dataset=ds, seed=2, index=0))
     assert not np.array_equal(base, mf.corrupt(img, corruption, 5, dataset=ds))  # fresh entropy

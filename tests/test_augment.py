@@ -456,7 +456,7 @@ def test_dataloader_workers_distinct_and_repeatable(seed):
 
 
 def test_keyed_mode_independent_of_num_workers():
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     from torch.utils.data import DataLoader
 
     X = np.stack([_image(16, True, seed=s) for s in range(10)])
