@@ -171,7 +171,7 @@ def corrupt(image, corruption, severity, *, dataset, seed=None, index=0) -> np.n
     hwc = as_hwc(image)
     index = check_nonneg_int(index, "index", upper=MAX_INDEX)
     kind, param, base, ctx = _plan(dataset, corruption, severity, seed)
-    key = rng.image_key(base, index)
+    key = rng.image_key(base, index) if kind.random else 0
     out = _apply(kind, param, ctx, hwc, key)
     return out.reshape(image.shape)
 

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import numba
 import numpy as np
 from PIL import Image
 
-from .._config import NJIT
+from .. import _native
 from ._hsv import hsv_shift_kernel
 from ._spec import Kind
 
@@ -60,39 +59,23 @@ def gamma_lut(gamma: float) -> np.ndarray:
     return lut
 
 
-@numba.njit(**NJIT)
-def apply_lut(image, lut):
-    """``lut[image]`` for a uint8 (H, W, C) image and a uint8 (256,) table; new array."""
-    out = np.empty_like(image)
-    src = image.reshape(-1)
-    dst = out.reshape(-1)
-    for i in range(src.size):
-        dst[i] = lut[src[i]]
-    return out
+def apply_lut(image: np.ndarray, lut: np.ndarray) -> np.ndarray:
+    """``lut[image]``: a uint8 (H, W, C) C-contiguous image through a uint8 (256,) table.
 
-
-@numba.njit(**NJIT)
-def _luma_sum(image):
-    # Sum over pixels of Pillow's L value; for one channel the value itself.
-    h, w, c = image.shape
-    flat = image.reshape(-1)
-    total = 0
-    if c == 1:
-        for i in range(flat.size):
-            total += flat[i]
-    else:
-        for p in range(h * w):
-            r = np.int64(flat[3 * p])
-            g = np.int64(flat[3 * p + 1])
-            b = np.int64(flat[3 * p + 2])
-            total += (19595 * r + 38470 * g + 7471 * b + 0x8000) >> 16
-    return total
+    Returns a new uint8 array of the same shape. C++ (``csrc/lut.cpp``): AVX-512 VBMI byte
+    permutes where the CPU has them, else a plain loop; both give the same bytes.
+    """
+    return _native.apply_lut(image, lut)
 
 
 def mean_luma(image: np.ndarray) -> int:
-    """``int(mean(L) + 0.5)``, Pillow ``ImageEnhance.Contrast``'s gray level for ``image``."""
+    """``int(mean(L) + 0.5)``, Pillow ``ImageEnhance.Contrast``'s gray level for ``image``.
+
+    ``L = (19595 R + 38470 G + 7471 B + 0x8000) >> 16`` per pixel (Pillow's RGB -> L
+    conversion) for 3 channels, the value itself for one; ``image`` is uint8 (H, W, 1 or 3).
+    """
     h, w, _ = image.shape
-    return int(_luma_sum(image) / (h * w) + 0.5)
+    return int(_native.luma_sum(image) / (h * w) + 0.5)
 
 
 def _sample_factor(param, ctx) -> dict:
