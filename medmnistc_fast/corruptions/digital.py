@@ -45,12 +45,17 @@ def _sample_quality(param, ctx) -> dict:
 
 def _jpeg_kernel(image, *, quality):
     """Pillow JPEG encode at ``quality`` (Pillow defaults: 4:2:0 chroma subsampling for RGB),
-    then decode."""
+    then decode.
+
+    The decode goes straight to Pillow's JPEG decoder (``Image.frombytes(..., "jpeg", ...)``)
+    instead of ``Image.open``, which would first parse the markers in Python; the pixels are the
+    same libjpeg output.
+    """
+    pil = to_pil(image)
     buf = io.BytesIO()
-    to_pil(image).save(buf, format="JPEG", quality=int(quality))
-    buf.seek(0)
-    with Image.open(buf) as decoded:
-        return from_pil(decoded, image.shape[2])
+    pil.save(buf, format="JPEG", quality=int(quality))
+    decoded = Image.frombytes(pil.mode, pil.size, buf.getbuffer(), "jpeg", pil.mode, "")
+    return from_pil(decoded, image.shape[2])
 
 
 PIXELATE = Kind("pixelate", _sample_pixelate, _pixelate_kernel, random=False)
