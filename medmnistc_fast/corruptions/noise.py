@@ -13,7 +13,8 @@ field, and the same law as the reference's pipeline:
 - gaussian_noise(sigma): ``clip(x + N(0, sigma))`` (reference ``GaussianNoise``)
 - speckle_noise(sigma): ``clip(x + x * N(0, sigma))`` (reference ``SpeckleNoise``)
 - impulse_noise(amount): each element becomes 0 or 1 with probability amount / 2 each
-  (scikit-image ``random_noise(mode='s&p', amount=a)``, independent Bernoulli draws)
+  (scikit-image ``random_noise(mode='s&p', amount=a)``, independent Bernoulli draws);
+  sampled by its own kernel, :func:`impulse`, with 16 random bits per element (see there)
 - shot_noise(m): ``clip(Poisson(x * m) / m)`` (reference ``ShotNoise``)
 
 Gray (1-channel) images follow the reference's dataset generation, L -> RGB -> noise -> L:
@@ -28,6 +29,9 @@ numbers with a given distribution", IEEE TSE 17(9), 1991 (alias tables).
 """
 from __future__ import annotations
 
+import math
+import sys
+from fractions import Fraction
 from functools import lru_cache
 
 import numba
@@ -38,7 +42,7 @@ from ..rng import GAMMA
 from ._spec import Kind
 
 __all__ = ["GAUSSIAN_NOISE", "SPECKLE_NOISE", "IMPULSE_NOISE", "SHOT_NOISE", "output_law",
-           "apply_law"]
+           "apply_law", "impulse", "impulse_cuts"]
 
 _LEVELS = np.arange(256)
 _UPPER = (_LEVELS[:255] + 1) / 255.0  # out <= o  <=>  noisy value < (o + 1) / 255, o < 255
@@ -230,6 +234,323 @@ def _apply_alias(image, thresh, alias, key):
     return out
 
 
+# ---------------------------------------------------------------------------------------------
+# Impulse (salt and pepper) noise: its own sampler, 16 random bits per element
+# ---------------------------------------------------------------------------------------------
+
+#: Elements per block of the impulse kernel on multi-channel images, and pixels per block on
+#: gray images (3 virtual elements each). Multiples of 4: four 16-bit uniforms per SplitMix64
+#: number. Blocks only group the work (vectorised inner loops); the output does not depend on
+#: them.
+_IMP_BLOCK = 512
+_IMP_GRAY_BLOCK = 256
+_LITTLE_ENDIAN = sys.byteorder == "little"
+
+
+@lru_cache(maxsize=256)
+def impulse_cuts(amount: float) -> tuple:
+    """The two cut points of the impulse decision, on an 80-bit uniform.
+
+    For ``c = amount / 2`` (pepper) and ``c = amount`` (pepper or salt) write
+    ``c * 2**16 = t + r`` with ``t`` an integer and ``0 <= r < 1``, and ``f = ceil(r * 2**64)``
+    (carried into ``t`` if it reaches ``2**64``). Exact rational arithmetic on the float64
+    ``amount``, so ``(t * 2**64 + f) / 2**80`` lies in ``[c, c + 2**-80)``.
+
+    Parameters
+    ----------
+    amount : float in [0, 1]
+
+    Returns
+    -------
+    (t1, f1, t2, f2) : ints
+        ``0 <= t1 <= 2**15``, ``t1 <= t2 <= 2**16``, ``0 <= f1, f2 < 2**64``.
+    """
+    def cut(c: Fraction) -> tuple:
+        x = c * 65536
+        t = math.floor(x)
+        f = math.ceil((x - t) * 2**64)
+        if f == 2**64:
+            t, f = t + 1, 0
+        return t, f
+
+    a = Fraction(float(amount))
+    return cut(a / 2) + cut(a)
+
+
+@lru_cache(maxsize=256)
+def _cuts_array(amount: float) -> np.ndarray:
+    # impulse_cuts as one read-only uint64 array (t1, f1, t2, f2): one kernel argument instead
+    # of four keeps Numba's per-call dispatch short.
+    cuts = np.array(impulse_cuts(amount), np.uint64)
+    cuts.setflags(write=False)
+    return cuts
+
+
+@numba.njit(inline="always")
+def _uniforms16(words, r16, key, first):
+    # r16 (a uint16 view of words) gets r16[4 i + q] = bits 16 q .. 16 q + 15 of splitmix64
+    # number first + i: on little-endian hosts that is just the memory of the 64-bit numbers.
+    if _LITTLE_ENDIAN:
+        for i in range(words.size):
+            words[i] = _splitmix(key, first + np.uint64(i))
+    else:
+        for i in range(words.size):
+            r = _splitmix(key, first + np.uint64(i))
+            for q in range(4):
+                r16[4 * i + q] = np.uint16((r >> np.uint64(16 * q)) & np.uint64(0xFFFF))
+
+
+@numba.njit(inline="always")
+def _impulse_exact(u, v, key, j, t1, f1, t2, f2):
+    # Element j's output from its uniform u (16 bits) and, when u is a cut point's integer part,
+    # the 64 bits w of refinement number 2**63 + j: pepper iff (u, w) < (t1, f1), salt iff
+    # (t1, f1) <= (u, w) < (t2, f2) (lexicographic order = order of u * 2**64 + w).
+    ui = np.int64(u)
+    if ui != t1 and ui != t2:
+        if ui < t1:
+            return np.uint8(0)
+        if ui < t2:
+            return np.uint8(255)
+        return v
+    w = _splitmix(key, np.uint64(0x8000000000000000) + np.uint64(j))
+    if ui < t1 or (ui == t1 and w < f1):
+        return np.uint8(0)
+    if ui < t2 or (ui == t2 and w < f2):
+        return np.uint8(255)
+    return v
+
+
+@numba.njit(inline="always")
+def _fast_cuts(t1, t2):
+    # uint16 forms for the vector loops: pepper iff u < c1; salt iff u - c1 - 1 < span (mod
+    # 2**16), i.e. t1 < u < t2; u == c1 or u == c2 needs the refinement (c2 = t1 when no 16-bit
+    # u equals t2).
+    span = t2 - t1 - 1 if t2 > t1 else 0
+    return np.uint16(t1), np.uint16(span), np.uint16(t2 if t2 < 65536 else t1)
+
+
+@numba.njit(inline="always")
+def _impulse_pick(u, v, c1, span):
+    # The output decided by u alone (exact unless u == c1 or u == c2); branch-free.
+    o = np.uint8(255) if np.uint16(u - c1 - np.uint16(1)) < span else v
+    return np.uint8(0) if u < c1 else o
+
+
+@numba.njit(inline="always")
+def _luma(a, b, c):
+    # Pillow's RGB -> L: (19595 R + 38470 G + 7471 B + 0x8000) >> 16.
+    return np.uint8((np.uint32(19595) * np.uint32(a) + np.uint32(38470) * np.uint32(b)
+                     + np.uint32(7471) * np.uint32(c) + np.uint32(0x8000)) >> np.uint32(16))
+
+
+@numba.njit(**NJIT)
+def _impulse_fix_elements(src, dst, r16, lo, m, key, c1, c2, t1, f1, t2, f2):
+    # Exact outputs for elements lo .. lo + m - 1: all of them when m is less than a block (the
+    # tail), else only those whose u is a cut point. Kept out of the vector loop's function
+    # body, where it slowed the loop down.
+    for i in range(m):
+        u = r16[i]
+        if m < _IMP_BLOCK or u == c1 or u == c2:
+            dst[lo + i] = _impulse_exact(u, src[lo + i], key, lo + i, t1, f1, t2, f2)
+
+
+@numba.njit(**NJIT)
+def _impulse_elements_body(image, key, t1, f1, t2, f2):
+    out = np.empty_like(image)
+    src = image.reshape(-1)
+    dst = out.reshape(-1)
+    n = src.size
+    k = np.uint64(key)
+    c1, span, c2 = _fast_cuts(t1, t2)
+    words = np.empty(_IMP_BLOCK // 4, np.uint64)
+    r16 = words.view(np.uint16)
+    for b in range((n + _IMP_BLOCK - 1) // _IMP_BLOCK):
+        lo = b * _IMP_BLOCK
+        _uniforms16(words, r16, k, np.uint64(lo // 4))
+        if n - lo >= _IMP_BLOCK:
+            # min(u ^ c) == 0 iff some u == c (a min reduction vectorises far better than an
+            # OR of comparisons here).
+            m1 = np.uint16(0xFFFF)
+            m2 = np.uint16(0xFFFF)
+            for i in range(_IMP_BLOCK):
+                u = r16[i]
+                dst[lo + i] = _impulse_pick(u, src[lo + i], c1, span)
+                m1 = min(m1, np.uint16(u ^ c1))
+                m2 = min(m2, np.uint16(u ^ c2))
+            m = _IMP_BLOCK if (m1 == 0 or m2 == 0) else 0  # probability ~ 1024 / 65536
+        else:
+            m = n - lo
+        if m:
+            _impulse_fix_elements(src, dst, r16, lo, m, k, c1, c2, t1, f1, t2, f2)
+    return out
+
+
+_M16 = (np.uint64(0xFFFF), np.uint64(0xFFFF << 16), np.uint64(0xFFFF << 32),
+        np.uint64(0xFFFF << 48))
+
+
+@numba.njit(inline="always")
+def _uniform_planes16(p0, p1, p2, a0, a1, a2, key, first):
+    # The uniforms of 4 * p0.size gray pixels, split by virtual channel: a_c[i] = u_(3 i + c)
+    # relative to element 4 * first / 3. Pixels 4 i .. 4 i + 3 use the 12 quarters of numbers
+    # first + 3 i, + 1, + 2 (w0, w1, w2), in order: channel 0 gets quarters w0:0, w0:3, w1:2,
+    # w2:1; channel 1 w0:1, w1:0, w1:3, w2:2; channel 2 w0:2, w1:1, w2:0, w2:3. a_c are uint16
+    # views of the uint64 arrays p_c, filled four quarters at a time on little-endian hosts.
+    m0, m1, m2, m3 = _M16
+    s16 = np.uint64(16)
+    s32 = np.uint64(32)
+    for i in range(p0.size):
+        j = first + np.uint64(3 * i)
+        w0 = _splitmix(key, j)
+        w1 = _splitmix(key, j + np.uint64(1))
+        w2 = _splitmix(key, j + np.uint64(2))
+        if _LITTLE_ENDIAN:
+            p0[i] = (w0 & m0) | ((w0 >> s32) & m1) | (w1 & m2) | ((w2 << s32) & m3)
+            p1[i] = (((w0 >> s16) & m0) | ((w1 << s16) & m1) | ((w1 >> s16) & m2)
+                     | ((w2 << s16) & m3))
+            p2[i] = ((w0 >> s32) & m0) | (w1 & m1) | ((w2 << s32) & m2) | (w2 & m3)
+        else:
+            for t in range(4):
+                for c in range(3):
+                    e = 3 * t + c  # element within the 12, quarter e % 4 of w_(e // 4)
+                    w = w0 if e < 4 else (w1 if e < 8 else w2)
+                    q = np.uint16((w >> np.uint64(16 * (e % 4))) & m0)
+                    if c == 0:
+                        a0[4 * i + t] = q
+                    elif c == 1:
+                        a1[4 * i + t] = q
+                    else:
+                        a2[4 * i + t] = q
+
+
+@numba.njit(**NJIT)
+def _impulse_fix_gray(src, dst, a0, a1, a2, lo, m, key, c1, c2, t1, f1, t2, f2):
+    # As _impulse_fix_elements for gray pixels lo .. lo + m - 1 (virtual elements 3 p + c).
+    for i in range(m):
+        u0 = a0[i]
+        u1 = a1[i]
+        u2 = a2[i]
+        if (m < _IMP_GRAY_BLOCK or u0 == c1 or u0 == c2 or u1 == c1 or u1 == c2
+                or u2 == c1 or u2 == c2):
+            v = src[lo + i]
+            j = 3 * (lo + i)
+            dst[lo + i] = _luma(_impulse_exact(u0, v, key, j, t1, f1, t2, f2),
+                                _impulse_exact(u1, v, key, j + 1, t1, f1, t2, f2),
+                                _impulse_exact(u2, v, key, j + 2, t1, f1, t2, f2))
+
+
+@numba.njit(**NJIT)
+def _impulse_gray_body(image, key, t1, f1, t2, f2):
+    # Pixel p's three virtual RGB elements are j = 3 p, 3 p + 1, 3 p + 2 (the element stream
+    # of the replicated RGB image), combined by Pillow's luma. The three channels' uniforms are
+    # generated into separate planes and the outputs computed in two passes (channel values,
+    # then luma): both loops vectorise, where one fused loop over interleaved data did not.
+    out = np.empty_like(image)
+    src = image.reshape(-1)
+    dst = out.reshape(-1)
+    n = src.size
+    k = np.uint64(key)
+    c1, span, c2 = _fast_cuts(t1, t2)
+    nb = _IMP_GRAY_BLOCK
+    p0 = np.empty(nb // 4, np.uint64)
+    p1 = np.empty(nb // 4, np.uint64)
+    p2 = np.empty(nb // 4, np.uint64)
+    a0 = p0.view(np.uint16)
+    a1 = p1.view(np.uint16)
+    a2 = p2.view(np.uint16)
+    x = np.empty((3, nb), np.uint8)
+    for b in range((n + nb - 1) // nb):
+        lo = b * nb
+        _uniform_planes16(p0, p1, p2, a0, a1, a2, k, np.uint64(3 * lo // 4))
+        if n - lo >= nb:
+            m1 = np.uint16(0xFFFF)
+            m2 = np.uint16(0xFFFF)
+            for i in range(nb):
+                v = src[lo + i]
+                u0 = a0[i]
+                u1 = a1[i]
+                u2 = a2[i]
+                x[0, i] = _impulse_pick(u0, v, c1, span)
+                x[1, i] = _impulse_pick(u1, v, c1, span)
+                x[2, i] = _impulse_pick(u2, v, c1, span)
+                m1 = min(m1, np.uint16(u0 ^ c1), np.uint16(u1 ^ c1), np.uint16(u2 ^ c1))
+                m2 = min(m2, np.uint16(u0 ^ c2), np.uint16(u1 ^ c2), np.uint16(u2 ^ c2))
+            for i in range(nb):
+                dst[lo + i] = _luma(x[0, i], x[1, i], x[2, i])
+            m = nb if (m1 == 0 or m2 == 0) else 0
+        else:
+            m = n - lo
+        if m:
+            _impulse_fix_gray(src, dst, a0, a1, a2, lo, m, k, c1, c2, t1, f1, t2, f2)
+    return out
+
+
+@numba.njit(**NJIT)
+def _impulse_elements(image, key, cuts):
+    # Entry points take the cut points as one array (short Numba dispatch) and pass them on
+    # as scalars (the loops compiled slower when they read them from the array).
+    return _impulse_elements_body(image, key, np.int64(cuts[0]), cuts[1], np.int64(cuts[2]),
+                                  cuts[3])
+
+
+@numba.njit(**NJIT)
+def _impulse_gray(image, key, cuts):
+    return _impulse_gray_body(image, key, np.int64(cuts[0]), cuts[1], np.int64(cuts[2]), cuts[3])
+
+
+def impulse(image: np.ndarray, amount: float, key: int) -> np.ndarray:
+    """Salt and pepper noise with the exact law of :func:`output_law` ``("impulse", amount)``.
+
+    Every array element independently becomes 0 (pepper) with probability ``amount / 2``,
+    255 (salt) with probability ``amount / 2``, and keeps its value otherwise. A gray image
+    ``(H, W, 1)`` is sampled as the reference's L -> RGB -> noise -> L: three independent
+    elements per pixel (those of the replicated RGB image, same key) combined with Pillow's
+    luma ``(19595 R + 38470 G + 7471 B + 0x8000) >> 16``, so the gray output equals ``to_gray``
+    of the RGB output of ``np.repeat(image, 3, axis=2)`` for the same key, bit for bit.
+
+    Parameters
+    ----------
+    image : ndarray, shape (H, W, C), uint8, C-contiguous, C >= 1
+    amount : float in [0, 1]
+    key : int in [0, 2**64)
+
+    Returns
+    -------
+    ndarray, shape (H, W, C), uint8, newly allocated
+
+    Notes
+    -----
+    Random stream. Element ``j`` (``j = C p + c`` for pixel ``p`` and channel ``c``, and
+    ``j = 3 p + c`` for the virtual channels of a gray pixel) gets the 16-bit uniform
+    ``u_j = (s[j // 4] >> (16 * (j % 4))) & 0xFFFF`` with
+    ``s[i] = splitmix64(key + (i + 1) * 0x9E3779B97F4A7C15)``, the counter stream of
+    :func:`apply_law`. Only when ``u_j`` is the integer part ``t1`` or ``t2`` of a cut point
+    (see :func:`impulse_cuts`) does it also use ``w_j = s[2**63 + j]`` (64 bits, far past the
+    main stream's ``ceil(3 H W / 4)`` numbers).
+
+    Exactness. ``U_j = (u_j * 2**64 + w_j) / 2**80`` is uniform on the 80-bit grid of [0, 1)
+    and independent across elements (disjoint bits of the stream). The element is pepper iff
+    ``U_j < (t1 * 2**64 + f1) / 2**80``, salt iff it is not pepper and
+    ``U_j < (t2 * 2**64 + f2) / 2**80``; the cut points are exact rationals within ``2**-80``
+    above ``amount / 2`` and ``amount`` (all integer arithmetic, no float rounding), so
+    P(pepper) and P(salt) are ``amount / 2`` to within ``2**-80``. ``w_j`` is drawn only when
+    ``u_j`` equals ``t1`` or ``t2`` (probability ``2 / 65536``): for any other ``u_j`` the
+    comparison is decided by ``u_j`` alone. scikit-image's s&p draws its flips as
+    ``random() <= amount`` and salt vs pepper as ``random() <= 0.5`` (53-bit floats): the same
+    law up to 2**-53.
+
+    Speed. 16 bits per element instead of the alias sampler's 32 and no table lookup; the
+    per-element choice is a branch-free compare and select that LLVM vectorises, and the rare
+    cut-point elements are found by a min-reduction per block and redone exactly. About 17 us
+    for a 224 x 224 x 3 image and 29 us for a 224 x 224 gray one (three virtual channels and
+    the luma) on one Zen 4 core, whatever the amount. Sampling the gaps between hits
+    geometrically (``floor(log(u) / log(1 - amount))``) was measured slower: about 7.5 ns per
+    hit, i.e. 85 us on average over dermamnist's amounts (0.01 .. 0.17) for RGB.
+    """
+    fn = _impulse_gray if image.shape[2] == 1 else _impulse_elements
+    return fn(image, np.uint64(key), _cuts_array(float(amount)))
+
+
 def apply_law(image: np.ndarray, noise: str, param: float, key: int) -> np.ndarray:
     """Kernel shared by the four noises: sample each element from :func:`output_law`.
 
@@ -240,15 +561,18 @@ def apply_law(image: np.ndarray, noise: str, param: float, key: int) -> np.ndarr
     param : float
         See :func:`output_law`.
     key : int in [0, 2**64)
-        Counter-stream key. Element ``j`` (``j = 3 p + c`` for pixel ``p`` and channel ``c``;
-        for a gray pixel its three RGB draws) uses 32 bits of
-        ``splitmix64(key + (j // 2 + 1) * 0x9E3779B97F4A7C15)``: the high half when ``j`` is
-        even, the low half when odd.
+        Counter-stream key. For gaussian, speckle and shot noise, element ``j`` (``j = 3 p + c``
+        for pixel ``p`` and channel ``c``; for a gray pixel its three RGB draws) uses 32 bits
+        of ``splitmix64(key + (j // 2 + 1) * 0x9E3779B97F4A7C15)``: the high half when ``j``
+        is even, the low half when odd. Impulse noise goes to :func:`impulse` (same counter
+        stream, 16 bits per element, no alias table).
 
     Returns
     -------
     ndarray, shape (H, W, C), uint8
     """
+    if noise == "impulse":
+        return impulse(image, param, key)
     thresh, alias = alias_tables(noise, float(param))
     return _apply_alias(image, thresh, alias, np.uint64(key))
 
