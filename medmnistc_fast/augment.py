@@ -84,10 +84,11 @@ AUG_INK_SIDE = INK_SIDES["3"]
 
 #: Noise parameters are drawn uniformly from this many equally spaced values between the
 #: smallest and largest table value (both included), not from a continuum: the exact noise
-#: kernels build a 256 x 256 law and alias table per parameter value (about 8 ms and 0.8 MB,
-#: cached in :mod:`medmnistc_fast.corruptions.noise`), so a continuum would rebuild them on
-#: every call and fill the caches (about 200 MB per process). 17 values: a quarter of the
-#: spacing between levels of a five-level table; at most 4 x 17 cached tables (55 MB).
+#: kernels build a 256 x 256 law and alias table per parameter value (about 8 ms, plus about
+#: 40 ms for the gray law, and 0.8 MB each, cached in :mod:`medmnistc_fast.corruptions.noise`),
+#: so a continuum would rebuild them on every call and fill the caches (about 200 MB per
+#: process). 17 values: a quarter of the spacing between levels of a five-level table; at most
+#: 3 x 17 cached tables per channel count (40 MB; impulse noise needs none).
 NOISE_GRID_POINTS = 17
 
 # How each corruption's table entry is drawn: a tuple of component rules ("float", "int",
@@ -571,8 +572,9 @@ class AugMedMNISTC:
         """Compile or load every kernel this transform can use and build all noise tables.
 
         Runs each choice once on small gray and RGB images and each noise corruption at every
-        value of its :data:`NOISE_GRID_POINTS` grid (at most 4 x 17 tables of 0.8 MB, about
-        8 ms each). Call it in the main process before creating a DataLoader: forked workers
+        value of its :data:`NOISE_GRID_POINTS` grid, for RGB images and, on gray datasets, for
+        gray ones too (at most 2 x 3 x 17 tables of 0.8 MB; about 8 ms each for RGB and 50 ms
+        for gray). Call it in the main process before creating a DataLoader: forked workers
         then share the compiled kernels and tables instead of each building them during its
         first epoch. Draws nothing from the transform's random streams.
 
@@ -585,7 +587,7 @@ class AugMedMNISTC:
             for name in self._names:
                 g = np.random.Generator(np.random.PCG64(0))  # local, fixed: not a user stream
                 params = [_draw_param(g, name, self._ranges[name])]
-                if name in _NOISE_NAMES and channels == 3:
+                if name in _NOISE_NAMES and (channels == 3 or not registry.RGB[self.dataset]):
                     lo, hi = self._ranges[name][0]
                     params = [float(lo + (hi - lo) * j / (NOISE_GRID_POINTS - 1))
                               for j in range(NOISE_GRID_POINTS)]

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import medmnistc_fast as mf
+from medmnistc_fast.corruptions._graylaw import gray_law
 from medmnistc_fast.corruptions._spec import to_gray
 from medmnistc_fast.corruptions.noise import apply_law, output_law
 
@@ -64,13 +65,54 @@ def test_kernel_samples_follow_law(noise, param):
     assert_same_law(out.ravel(), output_law(noise, param)[v], out.size)
 
 
-def test_gray_is_luma_of_three_draws():
-    """L -> RGB -> noise -> L: the gray output is Pillow's L of the RGB output for the same key."""
+def test_gray_impulse_is_luma_of_three_draws():
+    """Impulse noise draws the three virtual channels: the gray output is Pillow's L of the RGB
+    output for the same key, bit for bit."""
     img = np.random.default_rng(0).integers(0, 256, (31, 45, 1), dtype=np.uint8)
     for noise, p in CASES:
+        if noise != "impulse":
+            continue
         gray = apply_law(img, noise, p, key=99)
         rgb = apply_law(np.repeat(img, 3, axis=2), noise, p, key=99)
         assert np.array_equal(gray, to_gray(rgb))
+
+
+LUMA = np.array([19595, 38470, 7471])
+
+
+def _brute_gray_row(row):
+    """P(L = o) by enumerating all 256**3 channel triples (weights = product of the row)."""
+    a = np.arange(256)
+    lum = ((LUMA[0] * a[:, None, None] + LUMA[1] * a[None, :, None] + LUMA[2] * a[None, None, :]
+            + 0x8000) >> 16).ravel()
+    p = (row[:, None, None] * row[None, :, None] * row[None, None, :]).ravel()
+    return np.bincount(lum, weights=p, minlength=256)
+
+
+@pytest.mark.parametrize("noise, param", [c for c in CASES if c[0] != "impulse"])
+def test_gray_law_is_the_three_draw_luma_law(noise, param):
+    law = output_law(noise, param)
+    g = gray_law(law)
+    assert g.shape == (256, 256) and np.allclose(g.sum(axis=1), 1.0, atol=1e-12)
+    for v in (0, 1, 90, 200, 255):
+        np.testing.assert_allclose(g[v], _brute_gray_row(law[v]), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("noise, param", [("gaussian", 0.08), ("speckle", 0.3), ("shot", 60)])
+@pytest.mark.parametrize("v", [3, 128, 250])
+def test_gray_kernel_follows_the_reference_pipeline(noise, param, v):
+    """Gray kernel samples against L of three independent draws of the reference's formula."""
+    rng = np.random.default_rng(v + 11)
+    r, g_, b = (oracle(noise, v, param, rng).astype(np.int64) for _ in range(3))
+    ref = (LUMA[0] * r + LUMA[1] * g_ + LUMA[2] * b + 0x8000) >> 16
+    law = np.bincount(ref, minlength=256) / ref.size  # Monte-Carlo law of the reference
+    img = np.full((448, 448, 1), v, np.uint8)
+    ours = apply_law(img, noise, param, key=2024).ravel()
+    # Two-sample comparison through the exact law: both must fit it.
+    exact = gray_law(output_law(noise, param))[v]
+    assert_same_law(ours, exact, ours.size)
+    assert_same_law(ref, exact, ref.size)
+    assert np.abs(law - exact).max() < 0.01
 
 
 def test_gray_noise_character():

@@ -7,7 +7,7 @@ In the reference every noise is applied independently to each array element ``x 
 to uint8. So the output of one element is a discrete random variable on 0..255 whose law
 depends only on ``v`` and the severity parameter. We compute that 256 x 256 table of
 probabilities exactly (normal CDF, Poisson CDF, Bernoulli) and sample it with Walker's alias
-method from a counter-based SplitMix64 stream: one 64-bit draw per element, no float noise
+method from a counter-based SplitMix64 stream: 32 random bits per element, no float noise
 field, and the same law as the reference's pipeline:
 
 - gaussian_noise(sigma): ``clip(x + N(0, sigma))`` (reference ``GaussianNoise``)
@@ -18,8 +18,12 @@ field, and the same law as the reference's pipeline:
 - shot_noise(m): ``clip(Poisson(x * m) / m)`` (reference ``ShotNoise``)
 
 Gray (1-channel) images follow the reference's dataset generation, L -> RGB -> noise -> L:
-three independent draws per pixel combined by Pillow's integer luma formula, so the gray
-output of key ``k`` equals ``to_gray`` of the RGB output of the replicated image with key ``k``.
+three independent draws per pixel combined by Pillow's integer luma formula. For gaussian,
+speckle and shot noise the gray pixel's law given ``v`` (the convolution of three copies of the
+channel law through the luma formula) is computed exactly by :func:`._graylaw.gray_law` and
+sampled with one draw per pixel, like an RGB element; impulse noise draws the three virtual
+channels (see :func:`impulse`), so its gray output of key ``k`` equals ``to_gray`` of the RGB
+output of the replicated image with key ``k``.
 
 References
 ----------
@@ -39,6 +43,7 @@ import numpy as np
 
 from .._config import NJIT
 from ..rng import GAMMA
+from ._graylaw import gray_law
 from ._spec import Kind
 
 __all__ = ["GAUSSIAN_NOISE", "SPECKLE_NOISE", "IMPULSE_NOISE", "SHOT_NOISE", "output_law",
@@ -157,14 +162,18 @@ def _build_alias(law):
 
 
 @lru_cache(maxsize=256)
-def alias_tables(noise: str, param: float):
-    """Cached alias tables for :func:`output_law`.
+def alias_tables(noise: str, param: float, gray: bool = False):
+    """Cached alias tables for :func:`output_law` (``gray=False``) or for the gray law
+    ``gray_law(output_law(noise, param))`` of L -> RGB -> noise -> L (``gray=True``).
 
     Returns ``(thresh, alias)``: uint32 (256, 256) acceptance thresholds on a 24-bit uniform
     integer (``floor(prob * 2**24)``, so every probability is represented to within 2**-32)
     and uint8 (256, 256) alias values.
     """
-    prob, alias = _build_alias(np.ascontiguousarray(output_law(noise, param)))
+    law = output_law(noise, param)
+    if gray:
+        law = gray_law(law)
+    prob, alias = _build_alias(np.ascontiguousarray(law))
     thresh = np.minimum(np.floor(prob * 2.0**24), 2.0**24).astype(np.uint32)
     return thresh, alias
 
@@ -199,38 +208,19 @@ def _element(thresh, alias, v, key, j):
 
 @numba.njit(**NJIT)
 def _apply_alias(image, thresh, alias, key):
-    h, w, c = image.shape
+    # One draw per array element (per pixel for gray images, whose tables are the gray law).
     out = np.empty_like(image)
     flat = image.reshape(-1)
     oflat = out.reshape(-1)
     k = np.uint64(key)
-    if c == 1:
-        lo32 = np.uint64(0xFFFFFFFF)
-        for p in range(flat.size):
-            v = flat[p]
-            # Elements 3p, 3p+1, 3p+2 live in splitmix numbers 3p // 2 and 3p // 2 + 1: two
-            # generator calls per pixel instead of three (same stream as _element).
-            j = np.uint64(3 * p)
-            r0 = _splitmix(k, j >> np.uint64(1))
-            r1 = _splitmix(k, (j >> np.uint64(1)) + np.uint64(1))
-            if p % 2 == 0:  # 3p even: high(r0), low(r0), high(r1)
-                u0, u1, u2 = r0 >> np.uint64(32), r0 & lo32, r1 >> np.uint64(32)
-            else:  # 3p odd: low(r0), high(r1), low(r1)
-                u0, u1, u2 = r0 & lo32, r1 >> np.uint64(32), r1 & lo32
-            a = np.uint32(_draw(thresh, alias, v, np.uint32(u0)))
-            b = np.uint32(_draw(thresh, alias, v, np.uint32(u1)))
-            d = np.uint32(_draw(thresh, alias, v, np.uint32(u2)))
-            oflat[p] = np.uint8((np.uint32(19595) * a + np.uint32(38470) * b
-                                 + np.uint32(7471) * d + np.uint32(0x8000)) >> np.uint32(16))
-    else:
-        n = flat.size
-        for i in range(n // 2):
-            r = _splitmix(k, np.uint64(i))
-            oflat[2 * i] = _draw(thresh, alias, flat[2 * i], np.uint32(r >> np.uint64(32)))
-            oflat[2 * i + 1] = _draw(thresh, alias, flat[2 * i + 1],
-                                     np.uint32(r & np.uint64(0xFFFFFFFF)))
-        if n % 2:
-            oflat[n - 1] = _element(thresh, alias, flat[n - 1], k, np.uint64(n - 1))
+    n = flat.size
+    for i in range(n // 2):
+        r = _splitmix(k, np.uint64(i))
+        oflat[2 * i] = _draw(thresh, alias, flat[2 * i], np.uint32(r >> np.uint64(32)))
+        oflat[2 * i + 1] = _draw(thresh, alias, flat[2 * i + 1],
+                                 np.uint32(r & np.uint64(0xFFFFFFFF)))
+    if n % 2:
+        oflat[n - 1] = _element(thresh, alias, flat[n - 1], k, np.uint64(n - 1))
     return out
 
 
@@ -562,10 +552,11 @@ def apply_law(image: np.ndarray, noise: str, param: float, key: int) -> np.ndarr
         See :func:`output_law`.
     key : int in [0, 2**64)
         Counter-stream key. For gaussian, speckle and shot noise, element ``j`` (``j = 3 p + c``
-        for pixel ``p`` and channel ``c``; for a gray pixel its three RGB draws) uses 32 bits
-        of ``splitmix64(key + (j // 2 + 1) * 0x9E3779B97F4A7C15)``: the high half when ``j``
-        is even, the low half when odd. Impulse noise goes to :func:`impulse` (same counter
-        stream, 16 bits per element, no alias table).
+        for pixel ``p`` and channel ``c`` of an RGB image, ``j = p`` for a gray pixel, sampled
+        from the gray law) uses 32 bits of ``splitmix64(key + (j // 2 + 1) *
+        0x9E3779B97F4A7C15)``: the high half when ``j`` is even, the low half when odd. Impulse
+        noise goes to :func:`impulse` (same counter stream, 16 bits per element, no alias
+        table).
 
     Returns
     -------
@@ -573,7 +564,7 @@ def apply_law(image: np.ndarray, noise: str, param: float, key: int) -> np.ndarr
     """
     if noise == "impulse":
         return impulse(image, param, key)
-    thresh, alias = alias_tables(noise, float(param))
+    thresh, alias = alias_tables(noise, float(param), image.shape[2] == 1)
     return _apply_alias(image, thresh, alias, np.uint64(key))
 
 
