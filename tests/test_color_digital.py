@@ -86,3 +86,14 @@ def test_small_and_odd_sizes_do_not_crash():
     out = mf.corrupt(img, "pixelate", 5, dataset="tissuemnist")  # int(10 * 0.1) == 1
     assert out.shape == img.shape
     assert np.array_equal(out, ref_pixelate(Image.fromarray(img), 0.1))
+
+
+def test_gamma_lut_equals_torchvision_formula_for_random_gammas():
+    """The vectorised table equals the per-value Python ``pow`` of torchvision's PIL
+    adjust_gamma for arbitrary (augmentation-drawn) gammas, including near-integer products."""
+    from medmnistc_fast.corruptions.color import gamma_lut
+
+    gammas = list(np.random.default_rng(0).uniform(0.05, 6.0, 3000)) + [0.0, 0.5, 1.0, 2.0, 3.0]
+    for g in gammas:
+        ref = [int((255 + 1 - 1e-3) * pow(v / 255.0, float(g))) for v in range(256)]
+        assert gamma_lut.__wrapped__(float(g)).tolist() == ref, g

@@ -13,6 +13,7 @@ in ``medmnistc/corruptions/enhance.py`` (medmnistc 0.1.0).
 """
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import numpy as np
@@ -49,12 +50,26 @@ def contrast_lut(factor: float, mean: int) -> np.ndarray:
     return lut
 
 
+_GAMMA_GAIN = 255 + 1 - 1e-3  # torchvision's PIL adjust_gamma: 255 + 1 - 1e-3 (gain 1)
+_UNIT = np.arange(256) / 255.0
+
+
 @lru_cache(maxsize=1024)
 def gamma_lut(gamma: float) -> np.ndarray:
     """``lut[v] = int((255 + 1 - 1e-3) * (v / 255) ** gamma)``: torchvision ``adjust_gamma``
-    on a PIL image with gain 1 (``torchvision/transforms/_functional_pil.py``)."""
-    lut = np.array([int((255 + 1 - 1e-3) * pow(v / 255.0, float(gamma))) for v in range(256)],
-                   dtype=np.uint8)
+    on a PIL image with gain 1 (``torchvision/transforms/_functional_pil.py``), which evaluates
+    it with Python's float ``**`` (C ``pow``).
+
+    Vectorised with NumPy's ``power``, whose last bits may differ from C ``pow``; truncation
+    only sees that where the product is within about 1e-9 of an integer, and those entries are
+    recomputed with :func:`math.pow`, so the table equals the Python loop's.
+    """
+    g = float(gamma)
+    vals = _GAMMA_GAIN * np.power(_UNIT, g)
+    near = np.abs(vals - np.rint(vals)) < 1e-9
+    for v in np.flatnonzero(near):
+        vals[v] = _GAMMA_GAIN * math.pow(v / 255.0, g)
+    lut = vals.astype(np.int64).astype(np.uint8)
     lut.setflags(write=False)
     return lut
 
