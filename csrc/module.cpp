@@ -3,11 +3,13 @@
 
 #include "blur.hpp"
 #include "lut.hpp"
+#include "noise.hpp"
 #include "resample.hpp"
 
 PYBIND11_MODULE(_native, m) {
     m.doc() = "C++ kernels of medmnistc_fast (private; call the public functions instead).";
     mmc::register_blur(m);
     mmc::register_lut(m);
+    mmc::register_noise(m);
     mmc::register_resample(m);
 }

@@ -140,3 +140,55 @@ def test_noise_statistics_on_real_image(rgb224):
     d_ours = ours.astype(float) - img
     assert d_ours.mean() == pytest.approx(d_ref.mean(), abs=0.3)
     assert d_ours.std() == pytest.approx(d_ref.std(), rel=0.01)
+
+
+def _splitmix64_np(key, i):
+    with np.errstate(over="ignore"):
+        z = np.uint64(key) + (i.astype(np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def _alias_model(image, law, key):
+    """The documented sampler written independently: Vose tables from scratch, the SplitMix64
+    counter stream, 8 column bits and a 24-bit uniform per element (no packed table)."""
+    flat = image.reshape(-1).astype(np.int64)
+    j = np.arange(flat.size)
+    r = _splitmix64_np(key, j // 2)
+    r32 = np.where(j % 2 == 0, r >> np.uint64(32), r & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    col, u24 = r32 >> 24, r32 & 0xFFFFFF
+    prob = np.ones((256, 256))
+    alias = np.zeros((256, 256), np.int64)
+    for v in np.unique(flat):
+        scaled = law[v] * 256
+        small = [i for i in range(256) if scaled[i] < 1.0]
+        large = [i for i in range(256) if scaled[i] >= 1.0]
+        while small and large:
+            s_, g = small.pop(), large[-1]
+            prob[v, s_], alias[v, s_] = scaled[s_], g
+            scaled[g] = (scaled[g] + scaled[s_]) - 1.0
+            if scaled[g] < 1.0:
+                large.pop()
+                small.append(g)
+    thresh = np.minimum(np.floor(prob * 2.0**24), 2.0**24)
+    keep = u24 < thresh[flat, col]
+    return np.where(keep, col, alias[flat, col]).astype(np.uint8).reshape(image.shape)
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 3), (3, 5, 3), (17, 9, 3), (40, 33, 1), (64, 64, 3)])
+@pytest.mark.parametrize("noise, param", [("gaussian", 0.08), ("shot", 60)])
+def test_alias_kernel_is_the_documented_sampler(shape, noise, param):
+    from medmnistc_fast import _native
+    from medmnistc_fast.corruptions._graylaw import gray_law as _gl
+    from medmnistc_fast.corruptions.noise import alias_tables
+
+    img = np.random.default_rng(sum(shape)).integers(0, 256, shape, dtype=np.uint8)
+    key = 0xFEDCBA9876543210
+    law = output_law(noise, param)
+    if shape[2] == 1:
+        law = _gl(law)
+    expected = _alias_model(img, law, key)
+    np.testing.assert_array_equal(apply_law(img, noise, param, key), expected)
+    table = alias_tables(noise, param, shape[2] == 1)
+    np.testing.assert_array_equal(_native.alias_sample(img, table, key, True), expected)

@@ -7,7 +7,8 @@ In the reference every noise is applied independently to each array element ``x 
 to uint8. So the output of one element is a discrete random variable on 0..255 whose law
 depends only on ``v`` and the severity parameter. We compute that 256 x 256 table of
 probabilities exactly (normal CDF, Poisson CDF, Bernoulli) and sample it with Walker's alias
-method from a counter-based SplitMix64 stream: 32 random bits per element, no float noise
+method (C++, ``csrc/noise.cpp``, AVX-512 where available) from a counter-based SplitMix64
+stream: 32 random bits per element, no float noise
 field, and the same law as the reference's pipeline:
 
 - gaussian_noise(sigma): ``clip(x + N(0, sigma))`` (reference ``GaussianNoise``)
@@ -41,6 +42,7 @@ from functools import lru_cache
 import numba
 import numpy as np
 
+from .. import _native
 from .._config import NJIT
 from ..rng import GAMMA
 from ._graylaw import gray_law
@@ -162,20 +164,30 @@ def _build_alias(law):
 
 
 @lru_cache(maxsize=256)
-def alias_tables(noise: str, param: float, gray: bool = False):
-    """Cached alias tables for :func:`output_law` (``gray=False``) or for the gray law
+def alias_tables(noise: str, param: float, gray: bool = False) -> np.ndarray:
+    """Cached, packed alias tables for :func:`output_law` (``gray=False``) or for the gray law
     ``gray_law(output_law(noise, param))`` of L -> RGB -> noise -> L (``gray=True``).
 
-    Returns ``(thresh, alias)``: uint32 (256, 256) acceptance thresholds on a 24-bit uniform
-    integer (``floor(prob * 2**24)``, so every probability is represented to within 2**-32)
-    and uint8 (256, 256) alias values.
+    Returns
+    -------
+    ndarray, shape (256, 256), uint32, read-only
+        ``entry[v, col] = (t << 8) | a``: ``t`` the acceptance threshold of column ``col`` on a
+        24-bit uniform integer (``floor(prob * 2**24)``, so every probability is represented to
+        within 2**-32), ``a`` the column's alias. A threshold of 2**24 (always accept) is stored
+        as ``t = 2**24 - 1`` with ``a = col``, which draws the same value for every uniform.
+        The layout ``csrc/noise.cpp`` samples.
     """
     law = output_law(noise, param)
     if gray:
         law = gray_law(law)
     prob, alias = _build_alias(np.ascontiguousarray(law))
     thresh = np.minimum(np.floor(prob * 2.0**24), 2.0**24).astype(np.uint32)
-    return thresh, alias
+    full = thresh >= np.uint32(2**24)
+    alias = np.where(full, np.arange(256, dtype=np.uint32)[None, :], alias.astype(np.uint32))
+    packed = (np.minimum(thresh, np.uint32(2**24 - 1)) << np.uint32(8)) | alias
+    packed = np.ascontiguousarray(packed, dtype=np.uint32)
+    packed.setflags(write=False)
+    return packed
 
 
 @numba.njit(inline="always")
@@ -184,44 +196,6 @@ def _splitmix(key, j):
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return z ^ (z >> np.uint64(31))
-
-
-@numba.njit(inline="always")
-def _draw(thresh, alias, v, r32):
-    # r32 holds 32 random bits: the top 8 pick a column, the low 24 are the uniform compared
-    # with that column's threshold.
-    col = r32 >> np.uint32(24)
-    keep = np.uint32((r32 & np.uint32(0xFFFFFF)) < thresh[v, col])
-    alt = np.uint32(alias[v, col])
-    # Branch-free select (the accept/alias branch is unpredictable by design).
-    return np.uint8(alt ^ ((col ^ alt) & (np.uint32(0) - keep)))
-
-
-@numba.njit(inline="always")
-def _element(thresh, alias, v, key, j):
-    # Element j uses the high (j even) or low (j odd) half of splitmix64 number j // 2.
-    r = _splitmix(key, j >> np.uint64(1))
-    half = np.uint32((r >> ((np.uint64(1) - (j & np.uint64(1))) * np.uint64(32)))
-                     & np.uint64(0xFFFFFFFF))
-    return _draw(thresh, alias, v, half)
-
-
-@numba.njit(**NJIT)
-def _apply_alias(image, thresh, alias, key):
-    # One draw per array element (per pixel for gray images, whose tables are the gray law).
-    out = np.empty_like(image)
-    flat = image.reshape(-1)
-    oflat = out.reshape(-1)
-    k = np.uint64(key)
-    n = flat.size
-    for i in range(n // 2):
-        r = _splitmix(k, np.uint64(i))
-        oflat[2 * i] = _draw(thresh, alias, flat[2 * i], np.uint32(r >> np.uint64(32)))
-        oflat[2 * i + 1] = _draw(thresh, alias, flat[2 * i + 1],
-                                 np.uint32(r & np.uint64(0xFFFFFFFF)))
-    if n % 2:
-        oflat[n - 1] = _element(thresh, alias, flat[n - 1], k, np.uint64(n - 1))
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -564,8 +538,8 @@ def apply_law(image: np.ndarray, noise: str, param: float, key: int) -> np.ndarr
     """
     if noise == "impulse":
         return impulse(image, param, key)
-    thresh, alias = alias_tables(noise, float(param), image.shape[2] == 1)
-    return _apply_alias(image, thresh, alias, np.uint64(key))
+    table = alias_tables(noise, float(param), image.shape[2] == 1)
+    return _native.alias_sample(image, table, int(key))
 
 
 def _sample_key(param, ctx) -> dict:
