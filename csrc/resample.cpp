@@ -53,7 +53,8 @@
 #include <unordered_map>
 #include <vector>
 
-#if defined(__x86_64__) && defined(__GNUC__)
+// MMC_NO_SIMD builds only the portable kernels (what non-x86 targets get).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(MMC_NO_SIMD)
 #include <immintrin.h>
 #define MMC_X86 1
 #else
