@@ -171,3 +171,70 @@ def gaussian_blur(
         If ``image`` is not 3-D with positive sizes, or ``kernel1d`` is not 1-D of odd length or is
         too large.
     """
+
+def resize_box(
+    image: npt.NDArray[np.uint8], width: int, height: int
+) -> npt.NDArray[np.uint8]:
+    """Pillow ``Image.resize((width, height), Image.BOX)`` of an 8-bit image, bit for bit.
+
+    Each channel is resampled like a Pillow "L" image (for C = 1 and 3 this is exactly Pillow's "L"
+    and "RGB"). Pillow's rules (``src/libImaging/Resample.c``), per axis from n to m samples:
+    ``scale = n / m``, ``filterscale = max(scale, 1)``, ``support = 0.5 * filterscale``; output i
+    has centre ``(i + 0.5) * scale`` and window ``[int(centre - support + 0.5),
+    int(centre + support + 0.5))`` clipped to [0, n); tap x weighs ``box((x - centre + 0.5) /
+    filterscale)`` (1 on (-0.5, 0.5], else 0), normalised by the sum and rounded to 22-bit fixed
+    point (``int(0.5 + w * 2**22)``); ``out = clip((2**21 + sum(px * W)) >> 22, 0, 255)``. The two
+    passes are rounded to 8 bits each; a pass whose size is unchanged is skipped. As in Pillow 13,
+    the vertical pass runs first when both are needed and ``H - height > 2 * (W - width)``,
+    otherwise the horizontal pass runs first.
+
+    Parameters
+    ----------
+    image : ndarray, shape (H, W, C), uint8
+        H, W < 2**24.
+    width, height : int
+        Output size in pixels, in [1, 2**24).
+
+    Returns
+    -------
+    ndarray, shape (height, width, C), uint8
+
+    Raises
+    ------
+    ValueError
+        If ``image`` is not 3-D with positive sizes, or a size is outside [1, 2**24).
+    """
+
+def pixelate(
+    image: npt.NDArray[np.uint8], width: int, height: int
+) -> npt.NDArray[np.uint8]:
+    """``resize_box(resize_box(image, width, height), W, H)`` in one call, bit for bit: the
+    reference ``Pixelate`` (two Pillow BOX resizes) with the small size given explicitly.
+
+    When the small size is at most the image size, the second resize is a pure copy of pixels
+    (Pillow's BOX upsampling gives one tap of weight 1 per output) and is done as a gather.
+
+    Parameters
+    ----------
+    image : ndarray, shape (H, W, C), uint8
+        H, W < 2**24.
+    width, height : int
+        Size of the intermediate image, in [1, 2**24) (the reference uses
+        ``int(W * factor)``, ``int(H * factor)``).
+
+    Returns
+    -------
+    ndarray, shape (H, W, C), uint8
+
+    Raises
+    ------
+    ValueError
+        If ``image`` is not 3-D with positive sizes, or a size is outside [1, 2**24).
+    """
+
+def _resample_isa() -> str:
+    """Instruction set of the resampling kernels: "avx512", "avx2", "sse2" or "portable"."""
+
+def _set_resample_isa(name: str) -> bool:
+    """Testing aid: switch the resampling kernels to ``name`` if this CPU runs it (returns whether
+    it did). Not thread-safe; every path gives identical bytes."""

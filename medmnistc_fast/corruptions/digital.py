@@ -1,4 +1,5 @@
-"""Digital corruptions: pixelation and JPEG compression, with Pillow (bit-exact with the reference).
+"""Digital corruptions: pixelation (C++ reimplementation of Pillow's BOX resize) and JPEG
+compression (Pillow); both bit-exact with the reference.
 
 References: reference classes ``Pixelate`` and ``JPEGCompression`` in
 ``medmnistc/corruptions/compression.py`` (medmnistc 0.1.0).
@@ -10,6 +11,7 @@ import io
 import numpy as np
 from PIL import Image
 
+from .. import _native
 from ._spec import Kind
 
 __all__ = ["PIXELATE", "JPEG_COMPRESSION", "to_pil", "from_pil"]
@@ -32,11 +34,13 @@ def _sample_pixelate(param, ctx) -> dict:
 
 def _pixelate_kernel(image, *, factor):
     """BOX-downsample to ``(max(1, int(W * factor)), max(1, int(H * factor)))`` and BOX-upsample
-    back. The ``max(1, ...)`` guard only acts where the reference would fail (a zero side)."""
-    h, w, c = image.shape
-    pil = to_pil(image)
-    small = pil.resize((max(1, int(w * factor)), max(1, int(h * factor))), Image.BOX)
-    return from_pil(small.resize((w, h), Image.BOX), c)
+    back, as two Pillow ``Image.resize(..., Image.BOX)`` calls (the reference's ``Pixelate``).
+
+    Computed by the C++ kernel ``_native.pixelate``, which reproduces Pillow's 8-bit BOX
+    resampling bit for bit (tests/test_resample.py checks it against Pillow). The ``max(1, ...)``
+    guard only acts where the reference would fail (a zero side)."""
+    h, w, _ = image.shape
+    return _native.pixelate(image, max(1, int(w * factor)), max(1, int(h * factor)))
 
 
 def _sample_quality(param, ctx) -> dict:
