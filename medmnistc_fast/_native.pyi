@@ -238,3 +238,63 @@ def _resample_isa() -> str:
 def _set_resample_isa(name: str) -> bool:
     """Testing aid: switch the resampling kernels to ``name`` if this CPU runs it (returns whether
     it did). Not thread-safe; every path gives identical bytes."""
+
+def apply_lut(
+    image: npt.NDArray[np.uint8], lut: npt.NDArray[np.uint8], portable: bool = False
+) -> npt.NDArray[np.uint8]:
+    """``out[y, x, c] = lut[image[y, x, c]]`` (the colour corruptions' 256-entry tables).
+
+    AVX-512 VBMI byte permutes (``VPERMI2B``, 64 bytes per step) on CPUs that have them, a plain
+    loop otherwise or with ``portable=True``; both give the same bytes.
+
+    Parameters
+    ----------
+    image : ndarray, shape (H, W, C), uint8
+    lut : ndarray, shape (256,), uint8
+
+    Raises
+    ------
+    ValueError
+        ``image`` not 3-D with positive sizes, or ``lut`` not of shape (256,).
+    """
+
+def luma_sum(image: npt.NDArray[np.uint8], portable: bool = False) -> int:
+    """Sum over pixels of Pillow's luma ``(19595 R + 38470 G + 7471 B + 0x8000) >> 16``
+    (Pillow ``libImaging/Convert.c``, RGB -> L), or of the values for one channel.
+
+    Parameters
+    ----------
+    image : ndarray, shape (H, W, 1) or (H, W, 3), uint8
+
+    Raises
+    ------
+    ValueError
+        Not 3-D, or a channel count other than 1 or 3.
+    """
+
+def alias_sample(
+    image: npt.NDArray[np.uint8],
+    table: npt.NDArray[np.uint32],
+    key: int,
+    portable: bool = False,
+) -> npt.NDArray[np.uint8]:
+    """Replace each element by an alias-method draw from its row of a packed table.
+
+    ``table[v, col] = (t << 8) | a`` (see ``corruptions.noise.alias_tables``). Element ``j`` of
+    the flat image takes 32 bits of ``splitmix64(key + (j // 2 + 1) * 0x9E3779B97F4A7C15)``
+    (high half for even ``j``, low half for odd), ``col`` = its top 8 bits, ``u`` = its low 24;
+    the output is ``col`` if ``u < t`` else ``a``. AVX-512 (16 elements per step, gathered
+    table entries) where available, a plain loop otherwise or with ``portable=True``; the same
+    bytes either way.
+
+    Parameters
+    ----------
+    image : ndarray, shape (H, W, C), uint8
+    table : ndarray, shape (256, 256), uint32
+    key : int in [0, 2**64)
+
+    Raises
+    ------
+    ValueError
+        ``image`` not 3-D with positive sizes, or ``table`` not of shape (256, 256).
+    """
