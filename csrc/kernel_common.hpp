@@ -23,9 +23,31 @@
 #define MMC_CLONES
 #endif
 
+// Hand-written AVX-512 paths (lut.cpp, noise.cpp, resample.cpp) all target one level: F, BW, DQ,
+// VL and VBMI (Intel Ice Lake, AMD Zen 4 and later), chosen at run time by cpu_has_avx512(); every
+// such path has a portable twin that gives the same bytes.
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(MMC_NO_SIMD)
+#define MMC_HAVE_AVX512 1
+#define MMC_AVX512 \
+    __attribute__((target("avx2,bmi2,avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi")))
+#endif
+
 namespace mmc {
 
 namespace py = pybind11;
+
+#ifdef MMC_HAVE_AVX512
+inline bool cpu_has_avx512() {
+    static const bool ok = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") &&
+               __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+               __builtin_cpu_supports("avx512vbmi");
+    }();
+    return ok;
+}
+#endif
 
 using ImageIn = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>;
 using ImageOut = py::array_t<std::uint8_t>;

@@ -11,12 +11,11 @@
 
 #include "kernel_common.hpp"
 
-#if defined(__GNUC__) && defined(__x86_64__)
+#ifdef MMC_HAVE_AVX512
 // GCC 12's AVX-512 headers trip these on their own _mm512_undefined_* placeholders.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
-#define MMC_HAVE_VBMI_PATH 1
 #endif
 
 namespace mmc {
@@ -28,18 +27,17 @@ void lut_scalar(const std::uint8_t* src, std::uint8_t* dst, std::ptrdiff_t n,
     for (std::ptrdiff_t i = 0; i < n; ++i) dst[i] = lut[src[i]];
 }
 
-#ifdef MMC_HAVE_VBMI_PATH
-#define MMC_VBMI __attribute__((target("avx512f,avx512bw,avx512vbmi,bmi2")))
+#ifdef MMC_HAVE_AVX512
 
 // 64 bytes through the table held in t0..t3: VPERMI2B uses the low 7 bits of each index and the
 // index's top bit picks the table half.
-MMC_VBMI inline __m512i translate64(__m512i x, __m512i t0, __m512i t1, __m512i t2, __m512i t3) {
+MMC_AVX512 inline __m512i translate64(__m512i x, __m512i t0, __m512i t1, __m512i t2, __m512i t3) {
     const __m512i low = _mm512_permutex2var_epi8(t0, x, t1);
     const __m512i high = _mm512_permutex2var_epi8(t2, x, t3);
     return _mm512_mask_blend_epi8(_mm512_movepi8_mask(x), low, high);
 }
 
-MMC_VBMI void lut_vbmi(const std::uint8_t* src, std::uint8_t* dst, std::ptrdiff_t n,
+MMC_AVX512 void lut_vbmi(const std::uint8_t* src, std::uint8_t* dst, std::ptrdiff_t n,
                        const std::uint8_t* lut) {
     const __m512i t0 = _mm512_loadu_si512(lut);
     const __m512i t1 = _mm512_loadu_si512(lut + 64);
@@ -56,17 +54,11 @@ MMC_VBMI void lut_vbmi(const std::uint8_t* src, std::uint8_t* dst, std::ptrdiff_
     }
 }
 
-bool has_vbmi() {
-    static const bool ok = __builtin_cpu_supports("avx512f") &&
-                           __builtin_cpu_supports("avx512bw") &&
-                           __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("bmi2");
-    return ok;
-}
 #endif
 
 void lut_any(const std::uint8_t* src, std::uint8_t* dst, std::ptrdiff_t n, const std::uint8_t* lut) {
-#ifdef MMC_HAVE_VBMI_PATH
-    if (has_vbmi()) {
+#ifdef MMC_HAVE_AVX512
+    if (cpu_has_avx512()) {
         lut_vbmi(src, dst, n, lut);
         return;
     }
@@ -110,10 +102,10 @@ std::int64_t luma_sum_scalar(const std::uint8_t* src, std::ptrdiff_t n_px, std::
     return total;
 }
 
-#ifdef MMC_HAVE_VBMI_PATH
+#ifdef MMC_HAVE_AVX512
 // 16 RGB pixels (48 bytes) per step: VPERMB spreads channel k of pixel i to byte 4 i of its own
 // vector (zeros elsewhere), so each channel becomes 16 uint32 lanes; the luma is exact in 32 bits.
-MMC_VBMI std::int64_t luma_sum_rgb_vbmi(const std::uint8_t* src, std::ptrdiff_t n_px) {
+MMC_AVX512 std::int64_t luma_sum_rgb_vbmi(const std::uint8_t* src, std::ptrdiff_t n_px) {
     alignas(64) std::uint8_t idx[3][64];
     for (int k = 0; k < 3; ++k) {
         for (int i = 0; i < 64; ++i) idx[k][i] = static_cast<std::uint8_t>(i % 4 == 0 ? 3 * (i / 4) + k : 0);
@@ -145,7 +137,7 @@ MMC_VBMI std::int64_t luma_sum_rgb_vbmi(const std::uint8_t* src, std::ptrdiff_t 
 }
 
 // Byte sum, 64 bytes per step (VPSADBW against zero gives eight 64-bit partial sums).
-MMC_VBMI std::int64_t byte_sum_avx512(const std::uint8_t* src, std::ptrdiff_t n) {
+MMC_AVX512 std::int64_t byte_sum_avx512(const std::uint8_t* src, std::ptrdiff_t n) {
     __m512i acc = _mm512_setzero_si512();
     std::ptrdiff_t i = 0;
     for (; i + 64 <= n; i += 64) {
@@ -161,8 +153,8 @@ std::int64_t luma_sum(const ImageIn& image, bool portable) {
     if (s.c != 1 && s.c != 3) throw std::invalid_argument("luma_sum: image must have 1 or 3 channels");
     const std::uint8_t* src = image.data();
     py::gil_scoped_release release;
-#ifdef MMC_HAVE_VBMI_PATH
-    if (!portable && has_vbmi()) {
+#ifdef MMC_HAVE_AVX512
+    if (!portable && cpu_has_avx512()) {
         return s.c == 3 ? luma_sum_rgb_vbmi(src, s.h * s.w) : byte_sum_avx512(src, s.h * s.w);
     }
 #endif

@@ -20,11 +20,11 @@
 
 #include "kernel_common.hpp"
 
-#if defined(__GNUC__) && defined(__x86_64__)
+#ifdef MMC_HAVE_AVX512
+// GCC 12's AVX-512 headers trip these on their own _mm512_undefined_* placeholders.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
-#define MMC_HAVE_AVX512_NOISE 1
 #endif
 
 namespace mmc {
@@ -63,10 +63,9 @@ void alias_scalar(const std::uint8_t* src, std::uint8_t* dst, std::ptrdiff_t fir
     }
 }
 
-#ifdef MMC_HAVE_AVX512_NOISE
-#define MMC_AVX512_NOISE __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl")))
+#ifdef MMC_HAVE_AVX512
 
-MMC_AVX512_NOISE void alias_avx512(const std::uint8_t* src, std::uint8_t* dst, std::ptrdiff_t n,
+MMC_AVX512 void alias_avx512(const std::uint8_t* src, std::uint8_t* dst, std::ptrdiff_t n,
                                    const std::uint32_t* table, std::uint64_t key) {
     const __m512i mix1 = _mm512_set1_epi64(static_cast<long long>(kMix1));
     const __m512i mix2 = _mm512_set1_epi64(static_cast<long long>(kMix2));
@@ -102,12 +101,6 @@ MMC_AVX512_NOISE void alias_avx512(const std::uint8_t* src, std::uint8_t* dst, s
     alias_scalar(src, dst, j, n, table, key);
 }
 
-bool has_avx512_noise() {
-    static const bool ok = __builtin_cpu_supports("avx512f") &&
-                           __builtin_cpu_supports("avx512dq") &&
-                           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-    return ok;
-}
 #endif
 
 using Table = py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>;
@@ -123,8 +116,8 @@ ImageOut alias_sample(const ImageIn& image, const Table& table, std::uint64_t ke
     const std::uint32_t* t = table.data();
     {
         py::gil_scoped_release release;
-#ifdef MMC_HAVE_AVX512_NOISE
-        if (!portable && has_avx512_noise()) {
+#ifdef MMC_HAVE_AVX512
+        if (!portable && cpu_has_avx512()) {
             alias_avx512(src, dst, s.size(), t, key);
         } else {
             alias_scalar(src, dst, 0, s.size(), t, key);

@@ -559,8 +559,6 @@ MMC_AVX2 void expand_avx2(const uint8_t* srow, const ExpandPlan& plan, uint8_t* 
     }
 }
 
-#define MMC_AVX512 __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512vbmi")))
-
 // 16 rows with column stride `stride`.
 MMC_AVX512 void transpose16_avx512(const uint8_t* const* rows, ptrdiff_t ncols, uint8_t* scratch,
                                    ptrdiff_t stride) {
@@ -681,15 +679,14 @@ StripOps portable_ops() {
     return {kStrip, transpose_portable, prefix_portable, runs_portable, expand_portable, 0, 0, "portable"};
 }
 
-// The kernels of one instruction set by name, if this CPU runs it: "avx512" (AVX-512 F/BW/VL/VBMI),
+// The kernels of one instruction set by name, if this CPU runs it: "avx512" (cpu_has_avx512()),
 // "avx2", "sse2" (x86-64 baseline) or "portable" (plain C++).
 bool ops_named(const std::string& name, StripOps& out) {
     if (name == "portable") return out = portable_ops(), true;
 #if MMC_X86
     __builtin_cpu_init();
     const bool avx2 = __builtin_cpu_supports("avx2");
-    const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi");
+    const bool avx512 = cpu_has_avx512();
     if (name == "avx512" && avx512) {
         return out = {kStrip512, transpose_avx512, prefix_avx512, runs_avx512, expand_avx512, 64, 128, "avx512"}, true;
     }
