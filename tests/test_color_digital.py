@@ -97,3 +97,21 @@ def test_gamma_lut_equals_torchvision_formula_for_random_gammas():
     for g in gammas:
         ref = [int((255 + 1 - 1e-3) * pow(v / 255.0, float(g))) for v in range(256)]
         assert gamma_lut.__wrapped__(float(g)).tolist() == ref, g
+
+
+def test_blend_luts_equal_pillows_blend():
+    """Brightness and contrast tables (NumPy float32) against Pillow's own Image.blend for random
+    factors inside and outside [0, 1] and random gray levels."""
+    from medmnistc_fast.corruptions.color import brightness_lut, contrast_lut
+
+    ramp = Image.frombytes("L", (256, 1), bytes(range(256)))
+    rng = np.random.default_rng(4)
+    factors = np.concatenate([rng.uniform(0, 1, 400), rng.uniform(1, 4, 400),
+                              rng.uniform(-1, 0, 100), rng.uniform(0.999, 1.001, 100),
+                              [0.0, 1.0, 0.5, 2.0]])
+    for i, f in enumerate(factors):
+        base = int(rng.integers(0, 256))
+        pil = np.asarray(Image.blend(Image.new("L", (256, 1), base), ramp, float(f))).ravel()
+        np.testing.assert_array_equal(contrast_lut.__wrapped__(float(f), base), pil)
+        black = np.asarray(Image.blend(Image.new("L", (256, 1), 0), ramp, float(f))).ravel()
+        np.testing.assert_array_equal(brightness_lut.__wrapped__(float(f)), black)
