@@ -57,6 +57,7 @@ robustness by simulating realistic image corruptions", arXiv:2406.17536 (2024), 
 """
 from __future__ import annotations
 
+import bisect
 import math
 import numbers
 import os
@@ -481,7 +482,7 @@ class AugMedMNISTC:
             raise ValueError("no choice left: the corruptions/folds selection is empty and "
                              "identity=False")
         self.probabilities = _check_weights(weights, list(self.choices))
-        self._cdf = np.cumsum(self.probabilities)
+        self._cdf_list = np.cumsum(self.probabilities).tolist()
         self.n_ops = check_nonneg_int(n_ops, "n_ops")
         if self.n_ops < 1:
             raise ValueError(f"n_ops must be an int >= 1; got {n_ops!r}")
@@ -538,10 +539,10 @@ class AugMedMNISTC:
 
     def _draw_ops(self, g: np.random.Generator) -> tuple:
         # Inverse-CDF choice (a zero-weight choice has an empty interval and is never picked).
-        picks = np.minimum(np.searchsorted(self._cdf, g.random(self.n_ops), side="right"),
-                           len(self.choices) - 1)
+        cdf, last = self._cdf_list, len(self.choices) - 1
         ops = []
-        for p in picks.tolist():
+        for u in g.random(self.n_ops).tolist():
+            p = min(bisect.bisect_right(cdf, u), last)
             name = self.choices[p]
             if name == IDENTITY:
                 ops.append(Op(IDENTITY, None, 0))
