@@ -134,7 +134,10 @@ def _defocus_parts(radius: float, alias_sigma: float):
     disk = mask.astype(np.float32)
     disk /= np.sum(disk)
     k = np.ascontiguousarray(_opencv_gauss_blur(disk, alias_sigma, ksize))
-    parts = (k, mask.astype(np.uint8), _gauss1d(alias_sigma, ksize))
+    # The float32 taps the kernel was made with: S = outer(g, g) (*) mask then matches K up to
+    # the rounding of each float32 operation.
+    g32 = _gauss1d(alias_sigma, ksize).astype(np.float32).astype(np.float64)
+    parts = (k, mask.astype(np.uint8), g32)
     for a in parts:
         a.setflags(write=False)
     return parts
