@@ -620,10 +620,8 @@ void filter2d_impl(const uint8_t* src, uint8_t* dst, const Shape& s, const Filte
 
 constexpr int kDiskTolExp = -18;  // model accepted if |K - model| <= 2^-18 max|K| on every tap
 
-struct DiskTaps {
-    std::int32_t coef;                                  // integer weight of every tap
-    std::vector<std::pair<ptrdiff_t, ptrdiff_t>> taps;  // (dy, dx) from the anchor
-};
+// Taps (dy, dx) from the anchor, each listed |coefficient| times.
+using DiskTaps = std::vector<std::pair<ptrdiff_t, ptrdiff_t>>;
 
 struct DiskPlan {
     ptrdiff_t fh = 0, fw = 0;  // rows / columns of reflect-101 padding
@@ -632,27 +630,25 @@ struct DiskPlan {
     std::vector<ptrdiff_t> col_run;                     // per mask column: run index or -1
     double wc = 0.0, we = 0.0, wk = 0.0;
     bool gauss = false;                 // false: we and wk negligible, folded into wc
-    std::vector<DiskTaps> edge, corner;  // border corrections of E and C, by coefficient
+    // Border corrections of E and C: taps added (pos) and subtracted (neg).
+    DiskTaps edge_pos, edge_neg, corner_pos, corner_neg;
+    bool corrected() const {
+        return !(edge_pos.empty() && edge_neg.empty() && corner_pos.empty() &&
+                 corner_neg.empty());
+    }
 };
 
-// Integer taps of (m - full) over the frame, grouped by coefficient.
-std::vector<DiskTaps> disk_corrections(const std::vector<std::int32_t>& m,
-                                       const std::vector<std::int32_t>& full, ptrdiff_t fkw,
-                                       ptrdiff_t fh, ptrdiff_t fw) {
-    std::vector<DiskTaps> groups;
+// Taps of (m - full) over the frame: positive differences into pos, negative into neg, each
+// listed |difference| times.
+void disk_corrections(const std::vector<std::int32_t>& m, const std::vector<std::int32_t>& full,
+                      ptrdiff_t fkw, ptrdiff_t fh, ptrdiff_t fw, DiskTaps& pos, DiskTaps& neg) {
     for (std::size_t p = 0; p < m.size(); ++p) {
         const std::int32_t d = m[p] - full[p];
-        if (d == 0) continue;
-        auto it = std::find_if(groups.begin(), groups.end(),
-                               [d](const DiskTaps& g) { return g.coef == d; });
-        if (it == groups.end()) {
-            groups.push_back({d, {}});
-            it = groups.end() - 1;
-        }
         const auto pp = static_cast<ptrdiff_t>(p);
-        it->taps.emplace_back(pp / fkw - fh, pp % fkw - fw);
+        for (std::int32_t r = 0; r < std::abs(d); ++r) {
+            (d > 0 ? pos : neg).emplace_back(pp / fkw - fh, pp % fkw - fw);
+        }
     }
-    return groups;
 }
 
 std::optional<DiskPlan> plan_disk(const double* k, ptrdiff_t kh, ptrdiff_t kw, const uint8_t* mask,
@@ -749,12 +745,11 @@ std::optional<DiskPlan> plan_disk(const double* k, ptrdiff_t kh, ptrdiff_t kw, c
             if (!(std::fabs(kv - c * model[i * fkw + j]) <= tol)) return std::nullopt;
         }
     }
-    plan.edge = disk_corrections(me, me_full, fkw, plan.fh, plan.fw);
-    plan.corner = disk_corrections(mk, mk_full, fkw, plan.fh, plan.fw);
-    for (const auto* groups : {&plan.edge, &plan.corner}) {
-        for (const DiskTaps& grp : *groups) {
-            if (grp.taps.size() > 257) return std::nullopt;  // uint16 tap sums
-        }
+    disk_corrections(me, me_full, fkw, plan.fh, plan.fw, plan.edge_pos, plan.edge_neg);
+    disk_corrections(mk, mk_full, fkw, plan.fh, plan.fw, plan.corner_pos, plan.corner_neg);
+    for (const DiskTaps* taps :
+         {&plan.edge_pos, &plan.edge_neg, &plan.corner_pos, &plan.corner_neg}) {
+        if (taps->size() > 257) return std::nullopt;  // uint16 tap sums
     }
     plan.wc = c * g11;
     plan.we = c * g01;
@@ -769,8 +764,10 @@ std::optional<DiskPlan> plan_disk(const double* k, ptrdiff_t kh, ptrdiff_t kw, c
     if (!plan.gauss) {
         plan.wc = k_sum / static_cast<double>(n);
         plan.we = plan.wk = 0.0;
-        plan.edge.clear();
-        plan.corner.clear();
+        plan.edge_pos.clear();
+        plan.edge_neg.clear();
+        plan.corner_pos.clear();
+        plan.corner_neg.clear();
     }
     return plan;
 }
@@ -778,8 +775,9 @@ std::optional<DiskPlan> plan_disk(const double* k, ptrdiff_t kh, ptrdiff_t kw, c
 // Scratch buffers reused by the calls of one thread (no allocation per call once warm).
 struct DiskScratch {
     std::vector<uint8_t> padded;
-    std::vector<std::uint16_t> v, b16, tmp;
-    std::vector<std::int32_t> b32, hs, te, tk;
+    std::vector<std::uint16_t> v, b16, corr, zero16;
+    std::vector<uint8_t> zero8;
+    std::vector<std::int32_t> b32, hs;
 };
 
 template <class T>
@@ -794,24 +792,25 @@ MMC_INLINE void disk_slide(std::uint16_t* __restrict v, const uint8_t* __restric
     for (ptrdiff_t i = 0; i < n; ++i) v[i] = static_cast<std::uint16_t>(v[i] + (a[i] - b[i]));
 }
 
-// out[i] = sum_r src[r][i] (uint16, exact by the plan's bounds), four sources per pass.
+// out[i] = sum_r src[r][i] (uint16, exact by the plan's bounds), eight sources per pass; count
+// is a positive multiple of 8 (callers pad with a row of zeros).
 template <class S>
 MMC_INLINE void disk_sum(std::uint16_t* __restrict out, const S* const* src, ptrdiff_t count,
                          ptrdiff_t n) {
-    std::fill(out, out + n, std::uint16_t{0});
-    ptrdiff_t r = 0;
-    for (; r + 4 <= count; r += 4) {
+    for (ptrdiff_t r = 0; r < count; r += 8) {
         const S* __restrict s0 = src[r];
         const S* __restrict s1 = src[r + 1];
         const S* __restrict s2 = src[r + 2];
         const S* __restrict s3 = src[r + 3];
+        const S* __restrict s4 = src[r + 4];
+        const S* __restrict s5 = src[r + 5];
+        const S* __restrict s6 = src[r + 6];
+        const S* __restrict s7 = src[r + 7];
+        const bool first = r == 0;
         for (ptrdiff_t i = 0; i < n; ++i) {
-            out[i] = static_cast<std::uint16_t>(out[i] + ((s0[i] + s1[i]) + (s2[i] + s3[i])));
+            const int t = ((s0[i] + s1[i]) + (s2[i] + s3[i])) + ((s4[i] + s5[i]) + (s6[i] + s7[i]));
+            out[i] = static_cast<std::uint16_t>(first ? t : out[i] + t);
         }
-    }
-    for (; r < count; ++r) {
-        const S* __restrict s0 = src[r];
-        for (ptrdiff_t i = 0; i < n; ++i) out[i] = static_cast<std::uint16_t>(out[i] + s0[i]);
     }
 }
 
@@ -827,12 +826,6 @@ MMC_INLINE void disk_split(std::int32_t* __restrict b32, std::int32_t* __restric
 MMC_INLINE void disk_widen(std::int32_t* __restrict b32, const std::uint16_t* __restrict b16,
                            ptrdiff_t n) {
     for (ptrdiff_t i = 0; i < n; ++i) b32[i] = b16[i];
-}
-
-// t[i] += coef * s[i]
-MMC_INLINE void disk_axpy_int(std::int32_t* __restrict t, const std::uint16_t* __restrict s,
-                              std::int32_t coef, ptrdiff_t n) {
-    for (ptrdiff_t i = 0; i < n; ++i) t[i] += coef * static_cast<std::int32_t>(s[i]);
 }
 
 MMC_INLINE uint8_t disk_quantise(double acc) {
@@ -863,12 +856,14 @@ MMC_INLINE void disk_store_gauss_corr(uint8_t* __restrict out, const std::int32_
                                       const std::int32_t* __restrict h0,
                                       const std::int32_t* __restrict h1,
                                       const std::int32_t* __restrict h2,
-                                      const std::int32_t* __restrict te,
-                                      const std::int32_t* __restrict tk, double wc, double we,
+                                      const std::uint16_t* __restrict ep,
+                                      const std::uint16_t* __restrict en,
+                                      const std::uint16_t* __restrict kp,
+                                      const std::uint16_t* __restrict kn, double wc, double we,
                                       double wk, ptrdiff_t n) {
     for (ptrdiff_t i = 0; i < n; ++i) {
-        const std::int32_t e = (h1[i] + (b0[i] + b2[i])) + te[i];
-        const std::int32_t k = (h0[i] + h2[i]) + tk[i];
+        const std::int32_t e = (h1[i] + (b0[i] + b2[i])) + (static_cast<std::int32_t>(ep[i]) - en[i]);
+        const std::int32_t k = (h0[i] + h2[i]) + (static_cast<std::int32_t>(kp[i]) - kn[i]);
         const double acc = (wc * static_cast<double>(b1[i]) + we * static_cast<double>(e)) +
                            wk * static_cast<double>(k);
         out[i] = disk_quantise(acc);
@@ -890,11 +885,12 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
     uint8_t* padded = sized(scratch.padded, h * lp);
     std::uint16_t* v = sized(scratch.v, nr * lp);
     std::uint16_t* b16 = sized(scratch.b16, lb);
-    std::uint16_t* tmp = sized(scratch.tmp, row);
+    std::uint16_t* corr = sized(scratch.corr, 4 * row);
     std::int32_t* b32 = sized(scratch.b32, 3 * row);
     std::int32_t* hs = sized(scratch.hs, 3 * row);
-    std::int32_t* te = sized(scratch.te, row);
-    std::int32_t* tk = sized(scratch.tk, row);
+    // Rows of zeros that pad the source lists of disk_sum to multiples of 8.
+    const uint8_t* zero8 = sized(scratch.zero8, lp);
+    const std::uint16_t* zero16 = sized(scratch.zero16, lp);
     // Reflect-101 padding: source pixel of every padded column, then one copy per row.
     {
         const ptrdiff_t wp = w + 2 * plan.fw;
@@ -919,6 +915,7 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
             cols.push_back(v + plan.col_run[j] * lp + (plan.fw - 1 + j - plan.mw2) * c);
         }
     }
+    while (cols.size() % 8 != 0) cols.push_back(zero16);
     const auto ncols = static_cast<ptrdiff_t>(cols.size());
     const bool gauss = plan.gauss;
     // Disk sums of row yb (x in [-1, w]) into b16, then (Gaussian plans) into ring slot
@@ -948,17 +945,16 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
             disk_split(b32 + slot, hs + slot, b16, c, row);
         }
     };
-    const bool corrected = !plan.edge.empty() || !plan.corner.empty();
+    const bool corrected = plan.corrected();
     std::vector<const uint8_t*> taps;
-    auto corrections = [&](ptrdiff_t y, const std::vector<DiskTaps>& groups,
-                           std::int32_t* t) MMC_LAMBDA_INLINE {
-        std::fill(t, t + row, 0);
-        for (const DiskTaps& grp : groups) {
-            taps.clear();
-            for (const auto& [dy, dx] : grp.taps) taps.push_back(prow(y + dy) + (plan.fw + dx) * c);
-            disk_sum(tmp, taps.data(), static_cast<ptrdiff_t>(taps.size()), row);
-            disk_axpy_int(t, tmp, grp.coef, row);
-        }
+    // Sum of the pixels under `list` at output row y into out (zeros for an empty list).
+    auto correction = [&](ptrdiff_t y, const DiskTaps& list,
+                          std::uint16_t* out) MMC_LAMBDA_INLINE {
+        taps.clear();
+        for (const auto& [dy, dx] : list) taps.push_back(prow(y + dy) + (plan.fw + dx) * c);
+        if (taps.empty()) taps.push_back(zero8);
+        while (taps.size() % 8 != 0) taps.push_back(zero8);
+        disk_sum(out, taps.data(), static_cast<ptrdiff_t>(taps.size()), row);
     };
     if (gauss) disk_row(-1);
     disk_row(0);  // the first row computed initialises the running sums
@@ -977,10 +973,12 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
         const std::int32_t* h1 = hs + (y % 3) * row;
         const std::int32_t* h2 = hs + ((y + 1) % 3) * row;
         if (corrected) {
-            corrections(y, plan.edge, te);
-            corrections(y, plan.corner, tk);
-            disk_store_gauss_corr(out, b0, b1, b2, h0, h1, h2, te, tk, plan.wc, plan.we, plan.wk,
-                                  row);
+            correction(y, plan.edge_pos, corr);
+            correction(y, plan.edge_neg, corr + row);
+            correction(y, plan.corner_pos, corr + 2 * row);
+            correction(y, plan.corner_neg, corr + 3 * row);
+            disk_store_gauss_corr(out, b0, b1, b2, h0, h1, h2, corr, corr + row, corr + 2 * row,
+                                  corr + 3 * row, plan.wc, plan.we, plan.wk, row);
         } else {
             disk_store_gauss(out, b0, b1, b2, h0, h1, h2, plan.wc, plan.we, plan.wk, row);
         }
