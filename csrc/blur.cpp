@@ -298,6 +298,8 @@ ImageOut zoom_blur(const ImageIn& image, const Array<double>& zooms) {
 //
 // When both plans are available the one with less work per pixel is used (FilterPlan::cost); for
 // alias sigma 0.1 the remainder is all negligible and the exact plan is usually the cheaper.
+// Before either, filter2d tries the disk plan below, which covers the reference's defocus kernels
+// (radius <= 8) and is much faster.
 
 constexpr int kStructureTolExp = -18;  // remainder taps below 2^-18 * max|kernel| are dropped
 

@@ -200,9 +200,10 @@ def _sample_defocus(param, ctx) -> dict:
 def _defocus_kernel(image, *, radius, alias_sigma, scale=1.0):
     radius, alias_sigma, scale = float(radius), float(alias_sigma), float(scale)
     if scale == 1.0:
-        # The reference's kernel: the C++ side splits it into the Gaussian-blurred binary disk
-        # (box sums along disk rows, then the separable Gaussian) plus a sparse remainder, and
-        # falls back to the exact direct sum when that is not cheaper (within one gray level).
+        # The reference's kernel, with the disk and the Gaussian it was made from: the C++ side
+        # evaluates it as integer disk sums (running column sums, then the disk's columns) and
+        # their 3x3 Gaussian from integer neighbour sums, within one gray level (see
+        # _native.filter2d); other kernels take the general plans.
         kernel, mask, gauss = _defocus_parts(radius, alias_sigma)
         return _native.filter2d(image, kernel, mask, gauss)
     return _native.filter2d(image, scaled_defocus_kernel(radius, alias_sigma, scale))
