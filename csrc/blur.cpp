@@ -634,6 +634,11 @@ struct DiskPlan {
     bool gauss = false;                 // false: we and wk negligible, folded into wc
     // Border corrections of E and C: taps added (pos) and subtracted (neg).
     DiskTaps edge_pos, edge_neg, corner_pos, corner_neg;
+    // Split form of the same corrections (when it reproduces them): Me - Me_full = Ev + Eh, the
+    // parts from the vertical and the horizontal blur, and Mk - Mk_full = (Ev shifted by one
+    // column either way) + (Eh shifted by one row either way); fewer taps.
+    bool split = false;
+    DiskTaps vert_pos, vert_neg, horz_pos, horz_neg;
     bool corrected() const {
         return !(edge_pos.empty() && edge_neg.empty() && corner_pos.empty() &&
                  corner_neg.empty());
@@ -749,6 +754,51 @@ std::optional<DiskPlan> plan_disk(const double* k, ptrdiff_t kh, ptrdiff_t kw, c
     }
     disk_corrections(me, me_full, fkw, plan.fh, plan.fw, plan.edge_pos, plan.edge_neg);
     disk_corrections(mk, mk_full, fkw, plan.fh, plan.fw, plan.corner_pos, plan.corner_neg);
+    {
+        // Ev = Jv D - (rows of D shifted up and down), Eh likewise along columns.
+        std::vector<std::int32_t> ev = jv(d), eh = jh(d);
+        const auto dd = [&](ptrdiff_t a, ptrdiff_t b) {
+            return (a < 0 || a >= fkh || b < 0 || b >= fkw) ? 0 : d[a * fkw + b];
+        };
+        const auto val = [&](const std::vector<std::int32_t>& m, ptrdiff_t a, ptrdiff_t b) {
+            return (a < 0 || a >= fkh || b < 0 || b >= fkw) ? 0 : m[a * fkw + b];
+        };
+        bool ok = true;
+        for (ptrdiff_t i = 0; i < fkh; ++i) {
+            for (ptrdiff_t j = 0; j < fkw; ++j) {
+                ev[i * fkw + j] -= dd(i - 1, j) + dd(i + 1, j);
+                eh[i * fkw + j] -= dd(i, j - 1) + dd(i, j + 1);
+                // Ev is read one column either side of its taps, Eh one row either side: Ev
+                // must stay clear of the frame's first and last columns (padding), and the
+                // shifted parts must live inside the frame.
+                if (ev[i * fkw + j] != 0 && (j == 0 || j == fkw - 1)) ok = false;
+                if (eh[i * fkw + j] != 0 && (i == 0 || i == fkh - 1)) ok = false;
+            }
+        }
+        for (ptrdiff_t i = 0; ok && i < fkh; ++i) {
+            for (ptrdiff_t j = 0; j < fkw; ++j) {
+                const std::int32_t e = val(ev, i, j) + val(eh, i, j);
+                const std::int32_t kk = val(ev, i, j - 1) + val(ev, i, j + 1) +
+                                        val(eh, i - 1, j) + val(eh, i + 1, j);
+                if (e != me[i * fkw + j] - me_full[i * fkw + j] ||
+                    kk != mk[i * fkw + j] - mk_full[i * fkw + j]) {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        if (ok) {
+            disk_corrections(ev, std::vector<std::int32_t>(ev.size(), 0), fkw, plan.fh, plan.fw,
+                             plan.vert_pos, plan.vert_neg);
+            disk_corrections(eh, std::vector<std::int32_t>(eh.size(), 0), fkw, plan.fh, plan.fw,
+                             plan.horz_pos, plan.horz_neg);
+            plan.split = true;
+            for (const DiskTaps* taps :
+                 {&plan.vert_pos, &plan.vert_neg, &plan.horz_pos, &plan.horz_neg}) {
+                if (taps->size() > 257) plan.split = false;
+            }
+        }
+    }
     for (const DiskTaps* taps :
          {&plan.edge_pos, &plan.edge_neg, &plan.corner_pos, &plan.corner_neg}) {
         if (taps->size() > 257) return std::nullopt;  // uint16 tap sums
@@ -770,6 +820,7 @@ std::optional<DiskPlan> plan_disk(const double* k, ptrdiff_t kh, ptrdiff_t kw, c
         plan.edge_neg.clear();
         plan.corner_pos.clear();
         plan.corner_neg.clear();
+        plan.split = false;
     }
     return plan;
 }
@@ -777,9 +828,8 @@ std::optional<DiskPlan> plan_disk(const double* k, ptrdiff_t kh, ptrdiff_t kw, c
 // Scratch buffers reused by the calls of one thread (no allocation per call once warm).
 struct DiskScratch {
     std::vector<uint8_t> padded;
-    std::vector<std::uint16_t> v, b16, corr, zero16;
-    std::vector<uint8_t> zero8;
-    std::vector<std::int32_t> b32, hs;
+    std::vector<std::uint16_t> v, b16, corr;
+    std::vector<std::int32_t> b32, hs, ev, eh;
 };
 
 template <class T>
@@ -794,25 +844,45 @@ MMC_INLINE void disk_slide(std::uint16_t* __restrict v, const uint8_t* __restric
     for (ptrdiff_t i = 0; i < n; ++i) v[i] = static_cast<std::uint16_t>(v[i] + (a[i] - b[i]));
 }
 
-// out[i] = sum_r src[r][i] (uint16, exact by the plan's bounds), eight sources per pass; count
-// is a positive multiple of 8 (callers pad with a row of zeros).
+// out[i] (+)= sum of K source rows (uint16, exact by the plan's bounds).
+template <int K, class S>
+MMC_INLINE void disk_sum_pass(std::uint16_t* __restrict out, const S* const* src, ptrdiff_t n,
+                              bool first) {
+    const S* p[K];
+    for (int k = 0; k < K; ++k) p[k] = src[k];
+    if (first) {
+        for (ptrdiff_t i = 0; i < n; ++i) {
+            int t = 0;
+            for (int k = 0; k < K; ++k) t += p[k][i];
+            out[i] = static_cast<std::uint16_t>(t);
+        }
+    } else {
+        for (ptrdiff_t i = 0; i < n; ++i) {
+            int t = out[i];
+            for (int k = 0; k < K; ++k) t += p[k][i];
+            out[i] = static_cast<std::uint16_t>(t);
+        }
+    }
+}
+
+// out[i] = sum_r src[r][i] over `count` sources (zeros when count is 0), up to 8 per pass.
 template <class S>
 MMC_INLINE void disk_sum(std::uint16_t* __restrict out, const S* const* src, ptrdiff_t count,
                          ptrdiff_t n) {
-    for (ptrdiff_t r = 0; r < count; r += 8) {
-        const S* __restrict s0 = src[r];
-        const S* __restrict s1 = src[r + 1];
-        const S* __restrict s2 = src[r + 2];
-        const S* __restrict s3 = src[r + 3];
-        const S* __restrict s4 = src[r + 4];
-        const S* __restrict s5 = src[r + 5];
-        const S* __restrict s6 = src[r + 6];
-        const S* __restrict s7 = src[r + 7];
-        const bool first = r == 0;
-        for (ptrdiff_t i = 0; i < n; ++i) {
-            const int t = ((s0[i] + s1[i]) + (s2[i] + s3[i])) + ((s4[i] + s5[i]) + (s6[i] + s7[i]));
-            out[i] = static_cast<std::uint16_t>(first ? t : out[i] + t);
-        }
+    ptrdiff_t r = 0;
+    bool first = true;
+    for (; r + 8 <= count; r += 8, first = false) disk_sum_pass<8>(out, src + r, n, first);
+    switch (count - r) {
+        case 0:
+            if (first) std::fill(out, out + n, std::uint16_t{0});
+            break;
+        case 1: disk_sum_pass<1>(out, src + r, n, first); break;
+        case 2: disk_sum_pass<2>(out, src + r, n, first); break;
+        case 3: disk_sum_pass<3>(out, src + r, n, first); break;
+        case 4: disk_sum_pass<4>(out, src + r, n, first); break;
+        case 5: disk_sum_pass<5>(out, src + r, n, first); break;
+        case 6: disk_sum_pass<6>(out, src + r, n, first); break;
+        default: disk_sum_pass<7>(out, src + r, n, first); break;
     }
 }
 
@@ -872,6 +942,34 @@ MMC_INLINE void disk_store_gauss_corr(uint8_t* __restrict out, const std::int32_
     }
 }
 
+// E and C corrected by the split border terms: ev (x in [-1, w], signed) at this row, eh at rows
+// y-1, y, y+1.
+MMC_INLINE void disk_store_gauss_split(uint8_t* __restrict out, const std::int32_t* __restrict b0,
+                                       const std::int32_t* __restrict b1,
+                                       const std::int32_t* __restrict b2,
+                                       const std::int32_t* __restrict h0,
+                                       const std::int32_t* __restrict h1,
+                                       const std::int32_t* __restrict h2,
+                                       const std::int32_t* __restrict ev,
+                                       const std::int32_t* __restrict e0,
+                                       const std::int32_t* __restrict e1,
+                                       const std::int32_t* __restrict e2, ptrdiff_t c, double wc,
+                                       double we, double wk, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; ++i) {
+        const std::int32_t e = (h1[i] + (b0[i] + b2[i])) + (ev[i + c] + e1[i]);
+        const std::int32_t k = (h0[i] + h2[i]) + ((ev[i] + ev[i + 2 * c]) + (e0[i] + e2[i]));
+        const double acc = (wc * static_cast<double>(b1[i]) + we * static_cast<double>(e)) +
+                           wk * static_cast<double>(k);
+        out[i] = disk_quantise(acc);
+    }
+}
+
+// out[i] = pos[i] - neg[i]
+MMC_INLINE void disk_signed(std::int32_t* __restrict out, const std::uint16_t* __restrict pos,
+                            const std::uint16_t* __restrict neg, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; ++i) out[i] = static_cast<std::int32_t>(pos[i]) - neg[i];
+}
+
 MMC_INLINE void disk_store_scaled(uint8_t* __restrict out, const std::uint16_t* __restrict b,
                                   double wc, ptrdiff_t n) {
     for (ptrdiff_t i = 0; i < n; ++i) out[i] = disk_quantise(wc * static_cast<double>(b[i]));
@@ -887,12 +985,11 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
     uint8_t* padded = sized(scratch.padded, h * lp);
     std::uint16_t* v = sized(scratch.v, nr * lp);
     std::uint16_t* b16 = sized(scratch.b16, lb);
-    std::uint16_t* corr = sized(scratch.corr, 4 * row);
+    std::uint16_t* corr = sized(scratch.corr, 4 * lb);
+    std::int32_t* evr = sized(scratch.ev, lb);
+    std::int32_t* ehr = sized(scratch.eh, 3 * row);
     std::int32_t* b32 = sized(scratch.b32, 3 * row);
     std::int32_t* hs = sized(scratch.hs, 3 * row);
-    // Rows of zeros that pad the source lists of disk_sum to multiples of 8.
-    const uint8_t* zero8 = sized(scratch.zero8, lp);
-    const std::uint16_t* zero16 = sized(scratch.zero16, lp);
     // Reflect-101 padding: source pixel of every padded column, then one copy per row.
     {
         const ptrdiff_t wp = w + 2 * plan.fw;
@@ -917,7 +1014,6 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
             cols.push_back(v + plan.col_run[j] * lp + (plan.fw - 1 + j - plan.mw2) * c);
         }
     }
-    while (cols.size() % 8 != 0) cols.push_back(zero16);
     const auto ncols = static_cast<ptrdiff_t>(cols.size());
     const bool gauss = plan.gauss;
     // Disk sums of row yb (x in [-1, w]) into b16, then (Gaussian plans) into ring slot
@@ -954,10 +1050,35 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                           std::uint16_t* out) MMC_LAMBDA_INLINE {
         taps.clear();
         for (const auto& [dy, dx] : list) taps.push_back(prow(y + dy) + (plan.fw + dx) * c);
-        if (taps.empty()) taps.push_back(zero8);
-        while (taps.size() % 8 != 0) taps.push_back(zero8);
         disk_sum(out, taps.data(), static_cast<ptrdiff_t>(taps.size()), row);
     };
+    // Signed sum of the taps pos - neg at output row y, over x in [x0, x0 + n / c).
+    auto signed_taps = [&](ptrdiff_t y, const DiskTaps& pos, const DiskTaps& neg, ptrdiff_t x0,
+                           ptrdiff_t n, std::int32_t* out) MMC_LAMBDA_INLINE {
+        const DiskTaps* lists[2] = {&pos, &neg};
+        for (int s2 = 0; s2 < 2; ++s2) {
+            taps.clear();
+            for (const auto& [dy, dx] : *lists[s2]) {
+                taps.push_back(prow(y + dy) + (plan.fw + dx + x0) * c);
+            }
+            if (!taps.empty() || s2 == 0) {
+                disk_sum(corr + s2 * lb, taps.data(), static_cast<ptrdiff_t>(taps.size()), n);
+            }
+        }
+        if (neg.empty()) {
+            disk_widen(out, corr, n);
+        } else {
+            disk_signed(out, corr, corr + lb, n);
+        }
+    };
+    const bool split = corrected && plan.split;
+    auto horz_row = [&](ptrdiff_t y) MMC_LAMBDA_INLINE {
+        signed_taps(y, plan.horz_pos, plan.horz_neg, 0, row, ehr + ((y + 3) % 3) * row);
+    };
+    if (split) {
+        horz_row(-1);
+        horz_row(0);
+    }
     if (gauss) disk_row(-1);
     disk_row(0);  // the first row computed initialises the running sums
     for (ptrdiff_t y = 0; y < h; ++y) {
@@ -974,7 +1095,13 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
         const std::int32_t* h0 = hs + ((y + 2) % 3) * row;
         const std::int32_t* h1 = hs + (y % 3) * row;
         const std::int32_t* h2 = hs + ((y + 1) % 3) * row;
-        if (corrected) {
+        if (split) {
+            horz_row(y + 1);
+            signed_taps(y, plan.vert_pos, plan.vert_neg, -1, lb, evr);
+            disk_store_gauss_split(out, b0, b1, b2, h0, h1, h2, evr, ehr + ((y + 2) % 3) * row,
+                                   ehr + (y % 3) * row, ehr + ((y + 1) % 3) * row, c, plan.wc,
+                                   plan.we, plan.wk, row);
+        } else if (corrected) {
             correction(y, plan.edge_pos, corr);
             correction(y, plan.edge_neg, corr + row);
             correction(y, plan.corner_pos, corr + 2 * row);
