@@ -11,6 +11,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -296,6 +298,8 @@ ImageOut zoom_blur(const ImageIn& image, const Array<double>& zooms) {
 //
 // When both plans are available the one with less work per pixel is used (FilterPlan::cost); for
 // alias sigma 0.1 the remainder is all negligible and the exact plan is usually the cheaper.
+// Before either, filter2d tries the disk plan below, which covers the reference's defocus kernels
+// (radius <= 8) and is much faster.
 
 constexpr int kStructureTolExp = -18;  // remainder taps below 2^-18 * max|kernel| are dropped
 
@@ -572,6 +576,605 @@ void filter2d_impl(const uint8_t* src, uint8_t* dst, const Shape& s, const Filte
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// filter2d, disk plan: the fast path for the reference's defocus kernels (kernel, mask, gauss1d).
+//
+// The reference kernel is K = GaussianBlur(mask / N) in float32 (reference `disk()`), with a
+// 3-tap symmetric Gaussian g = (g0, g1, g0) and OpenCV's reflect-101 at the border of the kernel
+// grid. Along one axis of n taps that blur is the matrix A = g1 I + g0 J, where J is the integer
+// matrix with ones beside the diagonal plus the reflected taps J[0][1] += 1, J[n-1][n-2] += 1.
+// In exact arithmetic, then,
+//     K = (1/N) (g1^2 D + g0 g1 Me + g0^2 Mk),   Me = Jv D + D Jh^T,   Mk = Jv D Jh^T,
+// with D the 0/1 mask and Me, Mk small integer matrices. The plan takes that model with its
+// scale c fitted so that the model's sum equals sum(K) (the gain on flat regions is kept to
+// double precision), and accepts it only if every tap of K - model is at most 2^-18 max|K|
+// (otherwise filter2d uses the structured or exact plans): the difference is then the float32
+// rounding of K's construction, about 2^-24 relative per tap, which moves results by a few 1e-7
+// of a gray level at most and flips a truncation only when the exact result lies that close to
+// an integer.
+//
+// Evaluation, with integer sums throughout (exact):
+//   V_k(y', x)  sum over dy in [lo_k, hi_k] of p(y' + dy, x), one per distinct column run of the
+//               mask (the plan requires each mask column to be one vertical run), updated from
+//               row to row by adding the entering row and subtracting the leaving one (uint16);
+//   B(y', x)    sum over mask columns dx of V_k(dx)(y', x + dx): the disk sum (uint16; the plan
+//               requires 255 N <= 65535);
+//   E           the 4 edge neighbours of B, plus the taps of Me - Me_full;
+//   C           the 4 corner neighbours of B, plus the taps of Mk - Mk_full;
+// where Me_full, Mk_full are Me, Mk without the border of the kernel grid (no truncation, no
+// reflection): their differences are the few taps near the grid border (none unless the blurred
+// disk reaches it: radius >= 7 on the -8..8 grid). The result c (g1^2 B + g0 g1 E + g0^2 C),
+// in double, is truncated to [0, 255] as in the reference (x / 255 filtered, clipped, times 255,
+// truncated; the division and product by 255 are not repeated: they move a result by an ulp).
+
+// Hot loops are compiled for AVX-512 (x86-64-v4, 512-bit vectors), AVX2 and the baseline and
+// picked at run time. Every variant evaluates the same expressions in the same order without
+// contraction (-ffp-contract=off), so they agree bit for bit.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define MMC_DISK_DISPATCH 1
+#define MMC_INLINE inline __attribute__((always_inline))
+#define MMC_LAMBDA_INLINE __attribute__((always_inline))  // else compiled for the baseline ISA
+#else
+#define MMC_DISK_DISPATCH 0
+#define MMC_INLINE inline
+#define MMC_LAMBDA_INLINE
+#endif
+
+constexpr int kDiskTolExp = -18;  // model accepted if |K - model| <= 2^-18 max|K| on every tap
+
+// Taps (dy, dx) from the anchor, each listed |coefficient| times.
+using DiskTaps = std::vector<std::pair<ptrdiff_t, ptrdiff_t>>;
+
+struct DiskPlan {
+    ptrdiff_t fh = 0, fw = 0;  // rows / columns of reflect-101 padding
+    ptrdiff_t mw2 = 0;         // mask half width
+    std::vector<std::pair<ptrdiff_t, ptrdiff_t>> runs;  // distinct column runs [lo, hi] (dy)
+    std::vector<ptrdiff_t> col_run;                     // per mask column: run index or -1
+    double wc = 0.0, we = 0.0, wk = 0.0;
+    bool gauss = false;                 // false: we and wk negligible, folded into wc
+    // Border corrections of E and C: taps added (pos) and subtracted (neg).
+    DiskTaps edge_pos, edge_neg, corner_pos, corner_neg;
+    // Split form of the same corrections (when it reproduces them): Me - Me_full = Ev + Eh, the
+    // parts from the vertical and the horizontal blur, and Mk - Mk_full = (Ev shifted by one
+    // column either way) + (Eh shifted by one row either way); fewer taps.
+    bool split = false;
+    DiskTaps vert_pos, vert_neg, horz_pos, horz_neg;
+    bool corrected() const {
+        return !(edge_pos.empty() && edge_neg.empty() && corner_pos.empty() &&
+                 corner_neg.empty());
+    }
+};
+
+// Taps of (m - full) over the frame: positive differences into pos, negative into neg, each
+// listed |difference| times.
+void disk_corrections(const std::vector<std::int32_t>& m, const std::vector<std::int32_t>& full,
+                      ptrdiff_t fkw, ptrdiff_t fh, ptrdiff_t fw, DiskTaps& pos, DiskTaps& neg) {
+    for (std::size_t p = 0; p < m.size(); ++p) {
+        const std::int32_t d = m[p] - full[p];
+        const auto pp = static_cast<ptrdiff_t>(p);
+        for (std::int32_t r = 0; r < std::abs(d); ++r) {
+            (d > 0 ? pos : neg).emplace_back(pp / fkw - fh, pp % fkw - fw);
+        }
+    }
+}
+
+std::optional<DiskPlan> plan_disk(const double* k, ptrdiff_t kh, ptrdiff_t kw, const uint8_t* mask,
+                                  ptrdiff_t mh, ptrdiff_t mw, const double* g, ptrdiff_t gl) {
+    if (gl != 3 || g[0] != g[2] || !(g[0] >= 0.0) || !(g[1] > 0.0) || mh != kh || mw != kw) {
+        return std::nullopt;
+    }
+    DiskPlan plan;
+    plan.mw2 = mw / 2;
+    std::int32_t n = 0;
+    plan.col_run.assign(static_cast<std::size_t>(mw), -1);
+    for (ptrdiff_t j = 0; j < mw; ++j) {
+        ptrdiff_t first = -1, last = -1;
+        for (ptrdiff_t i = 0; i < mh; ++i) {
+            if (!mask[i * mw + j]) continue;
+            if (first < 0) first = i;
+            if (last >= 0 && last != i - 1) return std::nullopt;  // not one vertical run
+            last = i;
+            ++n;
+        }
+        if (first < 0) continue;
+        const std::pair<ptrdiff_t, ptrdiff_t> run{first - mh / 2, last - mh / 2};
+        auto it = std::find(plan.runs.begin(), plan.runs.end(), run);
+        plan.col_run[j] = it - plan.runs.begin();
+        if (it == plan.runs.end()) plan.runs.push_back(run);
+    }
+    if (n == 0 || 255 * n > 65535) return std::nullopt;
+    // Frame: the kernel grid plus one tap on each side (where the full Gaussian spreads).
+    plan.fh = kh / 2 + 1;
+    plan.fw = kw / 2 + 1;
+    const ptrdiff_t fkh = kh + 2, fkw = kw + 2;
+    const auto at = [fkw](ptrdiff_t i, ptrdiff_t j) { return (i + 1) * fkw + (j + 1); };
+    std::vector<std::int32_t> d(static_cast<std::size_t>(fkh * fkw), 0);
+    for (ptrdiff_t i = 0; i < kh; ++i) {
+        for (ptrdiff_t j = 0; j < kw; ++j) d[at(i, j)] = mask[i * mw + j] ? 1 : 0;
+    }
+    // J applied along rows (jv) or columns (jh) inside the grid [0, kh) x [0, kw), reflect-101.
+    const auto jv = [&](const std::vector<std::int32_t>& a) {
+        std::vector<std::int32_t> r(a.size(), 0);
+        for (ptrdiff_t i = 0; i < kh; ++i) {
+            for (ptrdiff_t j = 0; j < kw; ++j) {
+                const ptrdiff_t up = i == 0 ? 1 : i - 1, down = i == kh - 1 ? kh - 2 : i + 1;
+                if (kh > 1) r[at(i, j)] = a[at(up, j)] + a[at(down, j)];
+            }
+        }
+        return r;
+    };
+    const auto jh = [&](const std::vector<std::int32_t>& a) {
+        std::vector<std::int32_t> r(a.size(), 0);
+        for (ptrdiff_t i = 0; i < kh; ++i) {
+            for (ptrdiff_t j = 0; j < kw; ++j) {
+                const ptrdiff_t left = j == 0 ? 1 : j - 1, right = j == kw - 1 ? kw - 2 : j + 1;
+                if (kw > 1) r[at(i, j)] = a[at(i, left)] + a[at(i, right)];
+            }
+        }
+        return r;
+    };
+    if (kh < 2 || kw < 2) return std::nullopt;
+    std::vector<std::int32_t> me = jv(d), mk = jh(jv(d));
+    {
+        const std::vector<std::int32_t> t = jh(d);
+        for (std::size_t p = 0; p < me.size(); ++p) me[p] += t[p];
+    }
+    // The same without the grid border: plain shifts of D over the whole frame.
+    std::vector<std::int32_t> me_full(d.size(), 0), mk_full(d.size(), 0);
+    for (ptrdiff_t i = 0; i < fkh; ++i) {
+        for (ptrdiff_t j = 0; j < fkw; ++j) {
+            const auto dd = [&](ptrdiff_t a, ptrdiff_t b) {
+                return (a < 0 || a >= fkh || b < 0 || b >= fkw) ? 0 : d[a * fkw + b];
+            };
+            me_full[i * fkw + j] = dd(i - 1, j) + dd(i + 1, j) + dd(i, j - 1) + dd(i, j + 1);
+            mk_full[i * fkw + j] =
+                dd(i - 1, j - 1) + dd(i - 1, j + 1) + dd(i + 1, j - 1) + dd(i + 1, j + 1);
+        }
+    }
+    const double g00 = g[0] * g[0], g01 = g[0] * g[1], g11 = g[1] * g[1];
+    double k_sum = 0.0, m_sum = 0.0, kmax = 0.0;
+    std::vector<double> model(d.size());
+    for (std::size_t p = 0; p < d.size(); ++p) {
+        model[p] = (g11 * d[p] + g01 * me[p]) + g00 * mk[p];
+        m_sum += model[p];
+    }
+    for (ptrdiff_t i = 0; i < kh * kw; ++i) {
+        k_sum += k[i];
+        kmax = std::max(kmax, std::fabs(k[i]));
+    }
+    if (!(m_sum > 0.0) || !(kmax > 0.0)) return std::nullopt;
+    const double c = k_sum / m_sum;
+    const double tol = std::ldexp(kmax, kDiskTolExp);
+    for (ptrdiff_t i = 0; i < fkh; ++i) {
+        for (ptrdiff_t j = 0; j < fkw; ++j) {
+            const bool inside = i >= 1 && i <= kh && j >= 1 && j <= kw;
+            const double kv = inside ? k[(i - 1) * kw + (j - 1)] : 0.0;
+            if (!(std::fabs(kv - c * model[i * fkw + j]) <= tol)) return std::nullopt;
+        }
+    }
+    disk_corrections(me, me_full, fkw, plan.fh, plan.fw, plan.edge_pos, plan.edge_neg);
+    disk_corrections(mk, mk_full, fkw, plan.fh, plan.fw, plan.corner_pos, plan.corner_neg);
+    {
+        // Ev = Jv D - (rows of D shifted up and down), Eh likewise along columns.
+        std::vector<std::int32_t> ev = jv(d), eh = jh(d);
+        const auto dd = [&](ptrdiff_t a, ptrdiff_t b) {
+            return (a < 0 || a >= fkh || b < 0 || b >= fkw) ? 0 : d[a * fkw + b];
+        };
+        const auto val = [&](const std::vector<std::int32_t>& m, ptrdiff_t a, ptrdiff_t b) {
+            return (a < 0 || a >= fkh || b < 0 || b >= fkw) ? 0 : m[a * fkw + b];
+        };
+        bool ok = true;
+        for (ptrdiff_t i = 0; i < fkh; ++i) {
+            for (ptrdiff_t j = 0; j < fkw; ++j) {
+                ev[i * fkw + j] -= dd(i - 1, j) + dd(i + 1, j);
+                eh[i * fkw + j] -= dd(i, j - 1) + dd(i, j + 1);
+                // Ev is read one column either side of its taps, Eh one row either side: Ev
+                // must stay clear of the frame's first and last columns (padding), and the
+                // shifted parts must live inside the frame.
+                if (ev[i * fkw + j] != 0 && (j == 0 || j == fkw - 1)) ok = false;
+                if (eh[i * fkw + j] != 0 && (i == 0 || i == fkh - 1)) ok = false;
+            }
+        }
+        for (ptrdiff_t i = 0; ok && i < fkh; ++i) {
+            for (ptrdiff_t j = 0; j < fkw; ++j) {
+                const std::int32_t e = val(ev, i, j) + val(eh, i, j);
+                const std::int32_t kk = val(ev, i, j - 1) + val(ev, i, j + 1) +
+                                        val(eh, i - 1, j) + val(eh, i + 1, j);
+                if (e != me[i * fkw + j] - me_full[i * fkw + j] ||
+                    kk != mk[i * fkw + j] - mk_full[i * fkw + j]) {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        if (ok) {
+            disk_corrections(ev, std::vector<std::int32_t>(ev.size(), 0), fkw, plan.fh, plan.fw,
+                             plan.vert_pos, plan.vert_neg);
+            disk_corrections(eh, std::vector<std::int32_t>(eh.size(), 0), fkw, plan.fh, plan.fw,
+                             plan.horz_pos, plan.horz_neg);
+            plan.split = true;
+            for (const DiskTaps* taps :
+                 {&plan.vert_pos, &plan.vert_neg, &plan.horz_pos, &plan.horz_neg}) {
+                if (taps->size() > 257) plan.split = false;
+            }
+        }
+    }
+    for (const DiskTaps* taps :
+         {&plan.edge_pos, &plan.edge_neg, &plan.corner_pos, &plan.corner_neg}) {
+        if (taps->size() > 257) return std::nullopt;  // uint16 tap sums
+    }
+    plan.wc = c * g11;
+    plan.we = c * g01;
+    plan.wk = c * g00;
+    // Neighbour weights that move no result by more than 2^-40 of a gray level are folded into
+    // the centre weight (alias sigma 0.1 leaves g0 ~ 2e-22).
+    double reach = 0.0;
+    for (std::size_t p = 0; p < d.size(); ++p) {
+        reach += std::abs(me[p]) * std::fabs(plan.we) + std::abs(mk[p]) * std::fabs(plan.wk);
+    }
+    plan.gauss = !(reach * 255.0 < std::ldexp(1.0, -40));
+    if (!plan.gauss) {
+        plan.wc = k_sum / static_cast<double>(n);
+        plan.we = plan.wk = 0.0;
+        plan.edge_pos.clear();
+        plan.edge_neg.clear();
+        plan.corner_pos.clear();
+        plan.corner_neg.clear();
+        plan.split = false;
+    }
+    return plan;
+}
+
+// Scratch buffers reused by the calls of one thread (no allocation per call once warm).
+struct DiskScratch {
+    std::vector<uint8_t> padded;
+    std::vector<std::uint16_t> v, b16, corr;
+    std::vector<std::int32_t> b32, hs, ev, eh;
+};
+
+template <class T>
+T* sized(std::vector<T>& v, ptrdiff_t n) {
+    if (static_cast<ptrdiff_t>(v.size()) < n) v.resize(static_cast<std::size_t>(n));
+    return v.data();
+}
+
+// v[i] += a[i] - b[i] (uint16, exact: v stays in [0, 255 * run length])
+MMC_INLINE void disk_slide(std::uint16_t* __restrict v, const uint8_t* __restrict a,
+                           const uint8_t* __restrict b, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; ++i) v[i] = static_cast<std::uint16_t>(v[i] + (a[i] - b[i]));
+}
+
+// out[i] (+)= sum of K source rows (uint16, exact by the plan's bounds).
+template <int K, class S>
+MMC_INLINE void disk_sum_pass(std::uint16_t* __restrict out, const S* const* src, ptrdiff_t n,
+                              bool first) {
+    const S* p[K];
+    for (int k = 0; k < K; ++k) p[k] = src[k];
+    if (first) {
+        for (ptrdiff_t i = 0; i < n; ++i) {
+            int t = 0;
+            for (int k = 0; k < K; ++k) t += p[k][i];
+            out[i] = static_cast<std::uint16_t>(t);
+        }
+    } else {
+        for (ptrdiff_t i = 0; i < n; ++i) {
+            int t = out[i];
+            for (int k = 0; k < K; ++k) t += p[k][i];
+            out[i] = static_cast<std::uint16_t>(t);
+        }
+    }
+}
+
+// out[i] = sum_r src[r][i] over `count` sources (zeros when count is 0), up to 8 per pass.
+template <class S>
+MMC_INLINE void disk_sum(std::uint16_t* __restrict out, const S* const* src, ptrdiff_t count,
+                         ptrdiff_t n) {
+    ptrdiff_t r = 0;
+    bool first = true;
+    for (; r + 8 <= count; r += 8, first = false) disk_sum_pass<8>(out, src + r, n, first);
+    switch (count - r) {
+        case 0:
+            if (first) std::fill(out, out + n, std::uint16_t{0});
+            break;
+        case 1: disk_sum_pass<1>(out, src + r, n, first); break;
+        case 2: disk_sum_pass<2>(out, src + r, n, first); break;
+        case 3: disk_sum_pass<3>(out, src + r, n, first); break;
+        case 4: disk_sum_pass<4>(out, src + r, n, first); break;
+        case 5: disk_sum_pass<5>(out, src + r, n, first); break;
+        case 6: disk_sum_pass<6>(out, src + r, n, first); break;
+        default: disk_sum_pass<7>(out, src + r, n, first); break;
+    }
+}
+
+// b32[i] = b16[i + c]; hs[i] = b16[i] + b16[i + 2c]: a disk-sum row and its horizontal pairs.
+MMC_INLINE void disk_split(std::int32_t* __restrict b32, std::int32_t* __restrict hs,
+                           const std::uint16_t* __restrict b16, ptrdiff_t c, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; ++i) {
+        b32[i] = b16[i + c];
+        hs[i] = static_cast<std::int32_t>(b16[i]) + b16[i + 2 * c];
+    }
+}
+
+MMC_INLINE void disk_widen(std::int32_t* __restrict b32, const std::uint16_t* __restrict b16,
+                           ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; ++i) b32[i] = b16[i];
+}
+
+MMC_INLINE uint8_t disk_quantise(double acc) {
+    std::int32_t q = static_cast<std::int32_t>(acc);  // |acc| <= 255 * 1024 (gain check)
+    q = q < 0 ? 0 : (q > 255 ? 255 : q);
+    return static_cast<uint8_t>(q);
+}
+
+MMC_INLINE void disk_store_gauss(uint8_t* __restrict out, const std::int32_t* __restrict b0,
+                                 const std::int32_t* __restrict b1,
+                                 const std::int32_t* __restrict b2,
+                                 const std::int32_t* __restrict h0,
+                                 const std::int32_t* __restrict h1,
+                                 const std::int32_t* __restrict h2, double wc, double we,
+                                 double wk, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; ++i) {
+        const std::int32_t e = h1[i] + (b0[i] + b2[i]);
+        const std::int32_t k = h0[i] + h2[i];
+        const double acc = (wc * static_cast<double>(b1[i]) + we * static_cast<double>(e)) +
+                           wk * static_cast<double>(k);
+        out[i] = disk_quantise(acc);
+    }
+}
+
+MMC_INLINE void disk_store_gauss_corr(uint8_t* __restrict out, const std::int32_t* __restrict b0,
+                                      const std::int32_t* __restrict b1,
+                                      const std::int32_t* __restrict b2,
+                                      const std::int32_t* __restrict h0,
+                                      const std::int32_t* __restrict h1,
+                                      const std::int32_t* __restrict h2,
+                                      const std::uint16_t* __restrict ep,
+                                      const std::uint16_t* __restrict en,
+                                      const std::uint16_t* __restrict kp,
+                                      const std::uint16_t* __restrict kn, double wc, double we,
+                                      double wk, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; ++i) {
+        const std::int32_t e = (h1[i] + (b0[i] + b2[i])) + (static_cast<std::int32_t>(ep[i]) - en[i]);
+        const std::int32_t k = (h0[i] + h2[i]) + (static_cast<std::int32_t>(kp[i]) - kn[i]);
+        const double acc = (wc * static_cast<double>(b1[i]) + we * static_cast<double>(e)) +
+                           wk * static_cast<double>(k);
+        out[i] = disk_quantise(acc);
+    }
+}
+
+// E and C corrected by the split border terms: ev (x in [-1, w], signed) at this row, eh at rows
+// y-1, y, y+1.
+MMC_INLINE void disk_store_gauss_split(uint8_t* __restrict out, const std::int32_t* __restrict b0,
+                                       const std::int32_t* __restrict b1,
+                                       const std::int32_t* __restrict b2,
+                                       const std::int32_t* __restrict h0,
+                                       const std::int32_t* __restrict h1,
+                                       const std::int32_t* __restrict h2,
+                                       const std::int32_t* __restrict ev,
+                                       const std::int32_t* __restrict e0,
+                                       const std::int32_t* __restrict e1,
+                                       const std::int32_t* __restrict e2, ptrdiff_t c, double wc,
+                                       double we, double wk, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; ++i) {
+        const std::int32_t e = (h1[i] + (b0[i] + b2[i])) + (ev[i + c] + e1[i]);
+        const std::int32_t k = (h0[i] + h2[i]) + ((ev[i] + ev[i + 2 * c]) + (e0[i] + e2[i]));
+        const double acc = (wc * static_cast<double>(b1[i]) + we * static_cast<double>(e)) +
+                           wk * static_cast<double>(k);
+        out[i] = disk_quantise(acc);
+    }
+}
+
+// out[i] = pos[i] - neg[i]
+MMC_INLINE void disk_signed(std::int32_t* __restrict out, const std::uint16_t* __restrict pos,
+                            const std::uint16_t* __restrict neg, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; ++i) out[i] = static_cast<std::int32_t>(pos[i]) - neg[i];
+}
+
+MMC_INLINE void disk_store_scaled(uint8_t* __restrict out, const std::uint16_t* __restrict b,
+                                  double wc, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; ++i) out[i] = disk_quantise(wc * static_cast<double>(b[i]));
+}
+
+MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& s,
+                                 const DiskPlan& plan) {
+    static thread_local DiskScratch scratch;
+    const ptrdiff_t c = s.c, w = s.w, h = s.h, row = s.row();
+    const ptrdiff_t lp = (w + 2 * plan.fw) * c;  // padded row
+    const ptrdiff_t lb = (w + 2) * c;            // disk-sum row, x in [-1, w]
+    const auto nr = static_cast<ptrdiff_t>(plan.runs.size());
+    uint8_t* padded = sized(scratch.padded, h * lp);
+    std::uint16_t* v = sized(scratch.v, nr * lp);
+    std::uint16_t* b16 = sized(scratch.b16, lb);
+    std::uint16_t* corr = sized(scratch.corr, 4 * lb);
+    std::int32_t* evr = sized(scratch.ev, lb);
+    std::int32_t* ehr = sized(scratch.eh, 3 * row);
+    std::int32_t* b32 = sized(scratch.b32, 3 * row);
+    std::int32_t* hs = sized(scratch.hs, 3 * row);
+    // Reflect-101 padding: source pixel of every padded column, then one copy per row.
+    {
+        const ptrdiff_t wp = w + 2 * plan.fw;
+        std::vector<ptrdiff_t> xmap(static_cast<std::size_t>(wp));
+        for (ptrdiff_t xp = 0; xp < wp; ++xp) xmap[xp] = reflect101_index(xp - plan.fw, w) * c;
+        for (ptrdiff_t y = 0; y < h; ++y) {
+            const uint8_t* in = src + y * row;
+            uint8_t* out = padded + y * lp;
+            for (ptrdiff_t xp = 0; xp < plan.fw; ++xp) {
+                for (ptrdiff_t ch = 0; ch < c; ++ch) out[xp * c + ch] = in[xmap[xp] + ch];
+            }
+            std::copy(in, in + row, out + plan.fw * c);
+            for (ptrdiff_t xp = plan.fw + w; xp < wp; ++xp) {
+                for (ptrdiff_t ch = 0; ch < c; ++ch) out[xp * c + ch] = in[xmap[xp] + ch];
+            }
+        }
+    }
+    auto prow = [&](ptrdiff_t yv) MMC_LAMBDA_INLINE { return padded + reflect101_index(yv, h) * lp; };
+    std::vector<const std::uint16_t*> cols;
+    for (ptrdiff_t j = 0; j < static_cast<ptrdiff_t>(plan.col_run.size()); ++j) {
+        if (plan.col_run[j] >= 0) {
+            cols.push_back(v + plan.col_run[j] * lp + (plan.fw - 1 + j - plan.mw2) * c);
+        }
+    }
+    const auto ncols = static_cast<ptrdiff_t>(cols.size());
+    const bool gauss = plan.gauss;
+    // Disk sums of row yb (x in [-1, w]) into b16, then (Gaussian plans) into ring slot
+    // (yb + 3) % 3 of b32 / hs.
+    const ptrdiff_t y_first = gauss ? -1 : 0;
+    auto disk_row = [&](ptrdiff_t yb) MMC_LAMBDA_INLINE {
+        if (yb == y_first) {
+            for (ptrdiff_t k = 0; k < nr; ++k) {
+                std::uint16_t* vk = v + k * lp;
+                std::fill(vk, vk + lp, std::uint16_t{0});
+                for (ptrdiff_t dy = plan.runs[k].first; dy <= plan.runs[k].second; ++dy) {
+                    const uint8_t* p = prow(yb + dy);
+                    for (ptrdiff_t i = 0; i < lp; ++i) {
+                        vk[i] = static_cast<std::uint16_t>(vk[i] + p[i]);
+                    }
+                }
+            }
+        } else {
+            for (ptrdiff_t k = 0; k < nr; ++k) {
+                disk_slide(v + k * lp, prow(yb + plan.runs[k].second),
+                           prow(yb - 1 + plan.runs[k].first), lp);
+            }
+        }
+        disk_sum(b16, cols.data(), ncols, lb);
+        if (gauss) {
+            const ptrdiff_t slot = ((yb + 3) % 3) * row;
+            disk_split(b32 + slot, hs + slot, b16, c, row);
+        }
+    };
+    const bool corrected = plan.corrected();
+    std::vector<const uint8_t*> taps;
+    // Sum of the pixels under `list` at output row y into out (zeros for an empty list).
+    auto correction = [&](ptrdiff_t y, const DiskTaps& list,
+                          std::uint16_t* out) MMC_LAMBDA_INLINE {
+        taps.clear();
+        for (const auto& [dy, dx] : list) taps.push_back(prow(y + dy) + (plan.fw + dx) * c);
+        disk_sum(out, taps.data(), static_cast<ptrdiff_t>(taps.size()), row);
+    };
+    // Signed sum of the taps pos - neg at output row y, over x in [x0, x0 + n / c).
+    auto signed_taps = [&](ptrdiff_t y, const DiskTaps& pos, const DiskTaps& neg, ptrdiff_t x0,
+                           ptrdiff_t n, std::int32_t* out) MMC_LAMBDA_INLINE {
+        const DiskTaps* lists[2] = {&pos, &neg};
+        for (int s2 = 0; s2 < 2; ++s2) {
+            taps.clear();
+            for (const auto& [dy, dx] : *lists[s2]) {
+                taps.push_back(prow(y + dy) + (plan.fw + dx + x0) * c);
+            }
+            if (!taps.empty() || s2 == 0) {
+                disk_sum(corr + s2 * lb, taps.data(), static_cast<ptrdiff_t>(taps.size()), n);
+            }
+        }
+        if (neg.empty()) {
+            disk_widen(out, corr, n);
+        } else {
+            disk_signed(out, corr, corr + lb, n);
+        }
+    };
+    const bool split = corrected && plan.split;
+    auto horz_row = [&](ptrdiff_t y) MMC_LAMBDA_INLINE {
+        signed_taps(y, plan.horz_pos, plan.horz_neg, 0, row, ehr + ((y + 3) % 3) * row);
+    };
+    if (split) {
+        horz_row(-1);
+        horz_row(0);
+    }
+    if (gauss) disk_row(-1);
+    disk_row(0);  // the first row computed initialises the running sums
+    for (ptrdiff_t y = 0; y < h; ++y) {
+        uint8_t* out = dst + y * row;
+        if (!gauss) {
+            disk_store_scaled(out, b16 + c, plan.wc, row);
+            if (y + 1 < h) disk_row(y + 1);
+            continue;
+        }
+        disk_row(y + 1);
+        const std::int32_t* b0 = b32 + ((y + 2) % 3) * row;
+        const std::int32_t* b1 = b32 + (y % 3) * row;
+        const std::int32_t* b2 = b32 + ((y + 1) % 3) * row;
+        const std::int32_t* h0 = hs + ((y + 2) % 3) * row;
+        const std::int32_t* h1 = hs + (y % 3) * row;
+        const std::int32_t* h2 = hs + ((y + 1) % 3) * row;
+        if (split) {
+            horz_row(y + 1);
+            signed_taps(y, plan.vert_pos, plan.vert_neg, -1, lb, evr);
+            disk_store_gauss_split(out, b0, b1, b2, h0, h1, h2, evr, ehr + ((y + 2) % 3) * row,
+                                   ehr + (y % 3) * row, ehr + ((y + 1) % 3) * row, c, plan.wc,
+                                   plan.we, plan.wk, row);
+        } else if (corrected) {
+            correction(y, plan.edge_pos, corr);
+            correction(y, plan.edge_neg, corr + row);
+            correction(y, plan.corner_pos, corr + 2 * row);
+            correction(y, plan.corner_neg, corr + 3 * row);
+            disk_store_gauss_corr(out, b0, b1, b2, h0, h1, h2, corr, corr + row, corr + 2 * row,
+                                  corr + 3 * row, plan.wc, plan.we, plan.wk, row);
+        } else {
+            disk_store_gauss(out, b0, b1, b2, h0, h1, h2, plan.wc, plan.we, plan.wk, row);
+        }
+    }
+}
+
+#if MMC_DISK_DISPATCH
+__attribute__((target("arch=x86-64-v4,prefer-vector-width=512"))) void disk_filter_v4(
+    const uint8_t* src, uint8_t* dst, const Shape& s, const DiskPlan& plan) {
+    disk_filter_body(src, dst, s, plan);
+}
+__attribute__((target("avx2"))) void disk_filter_avx2(const uint8_t* src, uint8_t* dst,
+                                                      const Shape& s, const DiskPlan& plan) {
+    disk_filter_body(src, dst, s, plan);
+}
+#endif
+void disk_filter_base(const uint8_t* src, uint8_t* dst, const Shape& s, const DiskPlan& plan) {
+    disk_filter_body(src, dst, s, plan);
+}
+
+using DiskFilterFn = void (*)(const uint8_t*, uint8_t*, const Shape&, const DiskPlan&);
+
+DiskFilterFn disk_filter_impl() {
+#if MMC_DISK_DISPATCH
+    static const DiskFilterFn impl = [] {
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+            __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx2") &&
+            __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2")) {
+            return &disk_filter_v4;
+        }
+        if (__builtin_cpu_supports("avx2")) return &disk_filter_avx2;
+        return &disk_filter_base;
+    }();
+    return impl;
+#else
+    return &disk_filter_base;
+#endif
+}
+
+// Disk plans by (kernel, mask, gauss1d) contents: planning costs more than filtering a small
+// image. A std::nullopt entry records that the disk plan does not apply.
+std::shared_ptr<const std::optional<DiskPlan>> cached_disk_plan(
+    const double* k, ptrdiff_t kh, ptrdiff_t kw, const uint8_t* mask, ptrdiff_t mh, ptrdiff_t mw,
+    const double* g, ptrdiff_t gl) {
+    static std::mutex lock;
+    static std::unordered_map<std::string, std::shared_ptr<const std::optional<DiskPlan>>> cache;
+    std::string key;
+    const ptrdiff_t dims[5] = {kh, kw, mh, mw, gl};
+    key.append(reinterpret_cast<const char*>(dims), sizeof dims);
+    key.append(reinterpret_cast<const char*>(k), sizeof(double) * kh * kw);
+    key.append(reinterpret_cast<const char*>(mask), static_cast<std::size_t>(mh * mw));
+    key.append(reinterpret_cast<const char*>(g), sizeof(double) * gl);
+    {
+        std::lock_guard<std::mutex> guard(lock);
+        auto it = cache.find(key);
+        if (it != cache.end()) return it->second;
+    }
+    auto plan = std::make_shared<const std::optional<DiskPlan>>(
+        plan_disk(k, kh, kw, mask, mh, mw, g, gl));
+    std::lock_guard<std::mutex> guard(lock);
+    if (cache.size() >= 256) cache.clear();
+    cache.emplace(std::move(key), plan);
+    return plan;
+}
+
 ImageOut filter2d(const ImageIn& image,
                   const Array<double>& kernel, const std::optional<Array<uint8_t>>& mask,
                   const std::optional<Array<double>>& gauss1d) {
@@ -587,17 +1190,30 @@ ImageOut filter2d(const ImageIn& image,
     if (!(abs_sum(k, kh * kw) <= kMaxGain)) {
         throw std::invalid_argument("filter2d: sum(|kernel|) must be finite and <= 1024");
     }
-    FilterPlan plan = plan_exact(k, kh, kw);
+    std::optional<FilterPlan> structured;
     if (mask) {
         if (mask->ndim() != 2 || mask->shape(0) % 2 != 1 || mask->shape(1) % 2 != 1) {
             throw std::invalid_argument("filter2d: mask must be two-dimensional with odd sizes");
         }
         const ptrdiff_t gl = vector_length(*gauss1d, "filter2d", "gauss1d");
         if (gl % 2 != 1) throw std::invalid_argument("filter2d: gauss1d must have an odd length");
-        FilterPlan structured = plan_structured(k, kh, kw, mask->data(), mask->shape(0),
-                                                mask->shape(1), gauss1d->data(), gl);
-        if (structured.cost() < plan.cost()) plan = std::move(structured);
+        const auto disk = cached_disk_plan(k, kh, kw, mask->data(), mask->shape(0),
+                                           mask->shape(1), gauss1d->data(), gl);
+        if (disk->has_value()) {
+            ImageOut out = new_image(s);
+            const uint8_t* src = image.data();
+            uint8_t* dst = out.mutable_data();
+            {
+                py::gil_scoped_release release;
+                disk_filter_impl()(src, dst, s, **disk);
+            }
+            return out;
+        }
+        structured = plan_structured(k, kh, kw, mask->data(), mask->shape(0), mask->shape(1),
+                                     gauss1d->data(), gl);
     }
+    FilterPlan plan = plan_exact(k, kh, kw);
+    if (structured && structured->cost() < plan.cost()) plan = std::move(*structured);
     ImageOut out = new_image(s);
     const uint8_t* src = image.data();
     uint8_t* dst = out.mutable_data();

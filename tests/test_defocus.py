@@ -1,0 +1,167 @@
+"""Defocus blur: the fast disk path of ``_native.filter2d`` and the reference kernel's construction.
+
+The filtering is checked against a float64 direct-correlation oracle written here (OpenCV
+``filter2D`` semantics: correlation with the anchor at the kernel centre, BORDER_REFLECT_101,
+then ``trunc(clip(x / 255, 0, 1) * 255)``, as the reference ``DefocusBlur`` does). The kernel's
+float32 arithmetic (OpenCV ``GaussianBlur``) is checked against exact rational arithmetic; its
+agreement with the real reference is in the golden-file tests.
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import medmnistc_fast as mf
+from medmnistc_fast import _native
+from medmnistc_fast.corruptions import blur
+from medmnistc_fast.registry import TABLES
+
+# Every (radius, alias sigma) of the MedMNIST-C defocus tables, plus radii on both sides of the
+# grid border (7, 8), non-integer radii and sigmas outside the tables.
+TABLE_PARAMS = sorted({tuple(map(float, p)) for d in mf.DATASETS
+                       if "defocus_blur" in TABLES[d] for p in TABLES[d]["defocus_blur"]})
+EXTRA_PARAMS = [(6.5, 0.35), (7.5, 0.25), (3.3, 0.8), (8.0, 0.1), (7.0, 0.05), (8.0, 1.5),
+                (0.3, 0.2), (4.7, 0.45)]
+SHAPES = [(8, 8, 1), (8, 8, 3), (9, 23, 3), (31, 12, 1), (64, 96, 3), (96, 64, 1)]
+
+
+def reflect101(i, n):
+    """OpenCV BORDER_REFLECT_101 index (mirrored again for offsets beyond the image)."""
+    if n == 1:
+        return np.zeros_like(i)
+    period = 2 * (n - 1)
+    i = np.mod(i, period)
+    return np.where(i < n, i, period - i)
+
+
+def oracle(img, kernel):
+    """trunc(clip(filter2D(img / 255, kernel), 0, 1) * 255), summed tap by tap in float64."""
+    h, w, _ = img.shape
+    kh, kw = kernel.shape
+    x = img.astype(np.float64) / 255.0
+    rows = reflect101(np.arange(-(kh // 2), h + kh // 2), h)
+    cols = reflect101(np.arange(-(kw // 2), w + kw // 2), w)
+    padded = x[rows][:, cols]
+    acc = np.zeros(img.shape)
+    for i in range(kh):
+        for j in range(kw):
+            acc += float(kernel[i, j]) * padded[i:i + h, j:j + w]
+    return (np.clip(acc, 0.0, 1.0) * 255.0).astype(np.uint8)
+
+
+def natural(shape, seed):
+    """Smooth blobs over a gradient, a flat patch, a saturated patch and mild noise."""
+    h, w, c = shape
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
+    out = np.empty(shape)
+    for ch in range(c):
+        f = 40 + 120 * xx / max(w - 1, 1)
+        for _ in range(3):
+            cy, cx, s = rng.uniform(0, h), rng.uniform(0, w), rng.uniform(2, 10)
+            f += rng.uniform(-80, 120) * np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / (2 * s * s))
+        out[..., ch] = f
+    out[: h // 3, : w // 3] = 173
+    out[h // 2:, w // 2:] = 255
+    out += rng.normal(0, 2, shape)
+    return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+
+
+def check(img, radius, alias):
+    kernel, mask, gauss = blur._defocus_parts(radius, alias)
+    ours = _native.filter2d(img, kernel, mask, gauss)
+    want = oracle(img, kernel)
+    diff = np.abs(ours.astype(np.int16) - want)
+    assert diff.max() <= 1, (radius, alias, img.shape)
+    # The fast path's error is float rounding (well under 1e-5 of a gray level), so a one-level
+    # difference needs an exact result within that distance of an integer: rare.
+    assert np.count_nonzero(diff) <= max(2, diff.size // 2000), (radius, alias, img.shape)
+
+
+@pytest.mark.parametrize("radius, alias", TABLE_PARAMS + EXTRA_PARAMS)
+def test_fast_path_matches_direct_correlation(radius, alias):
+    rng = np.random.default_rng(int(radius * 100 + alias * 1000))
+    for k, shape in enumerate(SHAPES):
+        check(rng.integers(0, 256, shape, dtype=np.uint8), radius, alias)
+        check(natural(shape, k), radius, alias)
+
+
+@pytest.mark.parametrize("radius, alias", TABLE_PARAMS)
+def test_real_images_at_224(radius, alias):
+    inputs = np.load("tests/golden/inputs.npz")
+    for name in ("image__retina", "image__ct_small"):
+        img = inputs[name]
+        img = img if img.ndim == 3 else img[..., None]
+        # A 96 x 112 crop keeps the oracle quick while covering borders and content.
+        check(np.ascontiguousarray(img[40:136, 60:172]), radius, alias)
+
+
+@pytest.mark.parametrize("radius, alias", TABLE_PARAMS + [(8.0, 1.5), (7.0, 0.05)])
+def test_flat_images_exact(radius, alias):
+    # Flat regions give value * sum(kernel); the fast path keeps that gain to double precision,
+    # so the truncation agrees with the oracle on every level (one channel per level).
+    kernel, mask, gauss = blur._defocus_parts(radius, alias)
+    img = np.ascontiguousarray(np.broadcast_to(np.arange(256, dtype=np.uint8), (5, 7, 256)))
+    np.testing.assert_array_equal(_native.filter2d(img, kernel, mask, gauss), oracle(img, kernel))
+
+
+def test_public_call_uses_reference_kernel():
+    # At 224 px the public call filters with the reference's own kernel (scale 1); a gray image
+    # goes L -> RGB -> blur -> L, which leaves equal channels unchanged.
+    img = natural((224, 224, 1), 3)[..., 0]
+    for level, (radius, alias) in enumerate(TABLES["octmnist"]["defocus_blur"], start=1):
+        ours = mf.corrupt(img, "defocus_blur", level, dataset="octmnist")
+        want = oracle(img[..., None], blur.defocus_kernel(float(radius), float(alias)))[..., 0]
+        assert np.abs(ours.astype(np.int16) - want).max() <= 1
+
+
+def test_general_kernel_path_still_exact():
+    # Without mask and Gaussian (other image sizes) filter2d takes the exact plan: dyadic taps
+    # make every sum exact, so it must agree with the oracle bit for bit.
+    rng = np.random.default_rng(11)
+    kernel = rng.integers(0, 64, (7, 5)) / 2.0 ** 12
+    for shape in [(8, 8, 3), (21, 13, 1)]:
+        img = rng.integers(0, 256, shape, dtype=np.uint8)
+        np.testing.assert_array_equal(_native.filter2d(img, kernel), oracle(img, kernel))
+
+
+def test_fma32_is_single_rounding():
+    rng = np.random.default_rng(5)
+    n = 4000
+    a = (rng.standard_normal(n) * np.exp2(rng.integers(-30, 5, n))).astype(np.float32)
+    b = (rng.standard_normal(n) * np.exp2(rng.integers(-30, 5, n))).astype(np.float32)
+    c = (rng.standard_normal(n) * np.exp2(rng.integers(-60, 5, n))).astype(np.float32)
+    # a * b + c = 1 + 3 * 2^-24 - 2^-54: its double rounding is the float32 halfway point
+    # 1 + 3 * 2^-24, where ties-to-even would round up; the single rounding goes down. Also exact
+    # ties (1 + 2^-24: to even) and their mirror images.
+    a[:4] = np.float32(2.0 ** -24 * (1 + 2.0 ** -15))
+    b[:4] = np.float32(1 - 2.0 ** -15)
+    c[:4] = np.float32(1 + 2.0 ** -23)
+    a[1], c[1] = -a[1], -c[1]
+    a[2], b[2], c[2] = np.float32(2.0 ** -24), np.float32(1.0), np.float32(1.0)
+    a[3], b[3], c[3] = np.float32(2.0 ** -24), np.float32(3.0), np.float32(1.0)
+    got = blur._fma32(a, b, c)
+    for i in range(n):
+        exact = Fraction(float(a[i])) * Fraction(float(b[i])) + Fraction(float(c[i]))
+        lo = np.float32(float(exact))  # nearest double, then float32: refine by hand
+        cands = [np.nextafter(lo, np.float32(-np.inf)), lo, np.nextafter(lo, np.float32(np.inf))]
+        errs = [abs(Fraction(float(v)) - exact) for v in cands]
+        best = min(errs)
+        winners = [v for v, e in zip(cands, errs) if e == best]
+        if len(winners) == 2:  # a tie: round half to even
+            winners = [v for v in winners if int(v.view(np.uint32)) % 2 == 0]
+        assert got[i] == winners[0], (a[i], b[i], c[i])
+
+
+@pytest.mark.parametrize("ksize", [3, 5])
+def test_gauss1d_is_the_normalised_gaussian(ksize):
+    for sigma in (0.01, 0.1, 0.3, 0.6, 1.7):
+        x = np.arange(ksize) - (ksize - 1) / 2
+        want = np.exp(-x * x / (2 * sigma * sigma))
+        want /= want.sum()
+        got = blur._gauss1d(sigma, ksize)
+        np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-300)
+        assert got[0] == got[-1] and math.isclose(got.sum(), 1.0, rel_tol=1e-15)
