@@ -31,13 +31,15 @@
 // here, exactly. Upsampling (scale <= 1) gives runs of one sample with W = 2^22: copies, so the
 // upsampling half of pixelate is a pure gather.
 //
-// Implementation. A pass along the rows' inner axis is done on strips of 16 rows: the strip is
-// transposed in registers (SSE2 / AVX2 / AVX-512 unpacks) into a scratch block whose columns are
-// 16-byte vectors, running 16-bit sums along the columns are formed (modulo 2^16, exact for run
+// Implementation. A pass along the rows' inner axis is done on strips of 16 rows (32 with
+// AVX-512): the strip is transposed in registers (SSE2 / AVX2 / AVX-512 unpacks) into a scratch
+// block whose columns are 16- (32-) byte vectors, running 16-bit sums along the columns are formed (modulo 2^16, exact for run
 // sums below 2^16), and each run is the difference of two of them, scaled in 16-bit lanes. Its
 // result is written transposed, so applying it twice (horizontal, then vertical) lands back in
 // row-major order. The pixelate upsampling is a byte-permute gather (AVX-512 VBMI or SSSE3
-// shuffles) of each small row, stored to every output row that repeats it. All paths use integer
+// shuffles) of each small row, stored to every output row that repeats it. The SSE2, AVX2 and
+// AVX-512 strip kernels are one set of templates over small vector-traits structs (V128, V256,
+// V512), plus a portable C++ set; the ISA is picked at run time (StripOps). All paths use integer
 // arithmetic only, so every ISA gives identical bytes.
 #include "resample.hpp"
 
@@ -50,6 +52,8 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <type_traits>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -269,7 +273,7 @@ void trim(Workspace& ws) {
 // with prefix[ch * S + r] = 0 for ch < C, so a run of channel c over pixels [s, s + n) sums to
 // prefix[((s + n) * C + c) * S + r] - prefix[(s * C + c) * S + r].
 
-constexpr int kStrip = 16;  // S of the portable, SSE2 and AVX2 kernels
+constexpr int kStrip = 16;  // S of the portable kernels (and of V128, V256)
 constexpr int kStripMax = 32;
 
 struct StripOps {
@@ -318,13 +322,15 @@ inline uint8_t value_wide(std::uint64_t sum, const Run& run) {
     return static_cast<uint8_t>(v > 255 ? 255 : v);
 }
 
-// A run whose sums may reach 2^16, from the byte columns (rare: more than 257 samples).
-void run_wide(const uint8_t* scratch, const Run& run, ptrdiff_t c, ptrdiff_t ch, uint8_t* res,
-              int strip = kStrip) {
-    for (int r = 0; r < strip; ++r) {
+// Output rows [0, rows) of a run whose sums may reach 2^16, from the byte columns, to o (rare:
+// more than 257 samples; kept out of line so that the vector loops hold their constants in
+// registers).
+__attribute__((noinline, cold)) void run_wide(const uint8_t* scratch, const Run& run, ptrdiff_t c,
+                                              ptrdiff_t ch, uint8_t* o, int rows, int strip) {
+    for (int r = 0; r < rows; ++r) {
         std::uint64_t sum = 0;
         for (int32_t k = 0; k < run.count; ++k) sum += scratch[((run.start + k) * c + ch) * strip + r];
-        res[r] = value_wide(sum, run);
+        o[r] = value_wide(sum, run);
     }
 }
 
@@ -334,14 +340,15 @@ void runs_portable(const uint16_t* prefix, const uint8_t* scratch, const Run* ru
     for (ptrdiff_t j = 0; j < n_runs; ++j) {
         const Run& run = runs[j];
         for (ptrdiff_t ch = 0; ch < c; ++ch) {
-            if (run.fits16) {
-                const uint16_t* hi = prefix + ((run.start + run.count) * c + ch) * kStrip;
-                const uint16_t* lo = prefix + (run.start * c + ch) * kStrip;
-                for (int r = 0; r < kStrip; ++r) res[r] = value16(static_cast<uint16_t>(hi[r] - lo[r]), run);
-            } else {
-                run_wide(scratch, run, c, ch, res);
+            uint8_t* o = dst + (j * c + ch) * dst_stride;
+            if (!run.fits16) {
+                run_wide(scratch, run, c, ch, o, rows, kStrip);
+                continue;
             }
-            std::memcpy(dst + (j * c + ch) * dst_stride, res, static_cast<std::size_t>(rows));
+            const uint16_t* hi = prefix + ((run.start + run.count) * c + ch) * kStrip;
+            const uint16_t* lo = prefix + (run.start * c + ch) * kStrip;
+            for (int r = 0; r < kStrip; ++r) res[r] = value16(static_cast<uint16_t>(hi[r] - lo[r]), run);
+            std::memcpy(o, res, static_cast<std::size_t>(rows));
         }
     }
 }
@@ -353,192 +360,235 @@ void expand_portable(const uint8_t* srow, const ExpandPlan& plan, uint8_t* const
 }
 
 #if MMC_X86
-// GCC 12 warns inside its own AVX-512 unpack intrinsics (_mm512_undefined_epi32).
+// GCC 12 warns inside its own AVX-512 unpack intrinsics (_mm512_undefined_epi32), and about the
+// vector ABI of the generic kernels' bodies, which are only ever inlined into functions compiled
+// for their target (see MMC_STRIP_KERNELS), never emitted on their own.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
-// In-register transpose of 16 rows of V (per 128-bit lane): afterwards r[k] holds column k of the
-// 16 rows in every lane (lane l: column 16 l + k). Four rounds interleave 8-, 16-, 32- and 64-bit
-// elements of row pairs.
-#define MMC_TRANSPOSE16(V, P)                                                          \
-    do {                                                                               \
-        V a_[16], b_[16];                                                              \
-        for (int p = 0; p < 8; ++p) {                                                  \
-            a_[p] = P##_unpacklo_epi8(r[2 * p], r[2 * p + 1]);     /* columns 0-7 */   \
-            a_[8 + p] = P##_unpackhi_epi8(r[2 * p], r[2 * p + 1]); /* columns 8-15 */  \
-        }                                                                              \
-        for (int h = 0; h < 2; ++h) { /* b_[4 g + q]: columns 4g..4g+3, rows 4q..4q+3 */ \
-            for (int q = 0; q < 4; ++q) {                                              \
-                const V x0 = a_[8 * h + 2 * q], x1 = a_[8 * h + 2 * q + 1];            \
-                b_[4 * (2 * h) + q] = P##_unpacklo_epi16(x0, x1);                      \
-                b_[4 * (2 * h + 1) + q] = P##_unpackhi_epi16(x0, x1);                  \
-            }                                                                          \
-        }                                                                              \
-        for (int g = 0; g < 4; ++g) { /* a_[2 k + o]: columns 2k, 2k+1, rows 8o..8o+7 */ \
-            for (int o = 0; o < 2; ++o) {                                              \
-                const V y0 = b_[4 * g + 2 * o], y1 = b_[4 * g + 2 * o + 1];            \
-                a_[2 * (2 * g) + o] = P##_unpacklo_epi32(y0, y1);                      \
-                a_[2 * (2 * g + 1) + o] = P##_unpackhi_epi32(y0, y1);                  \
-            }                                                                          \
-        }                                                                              \
-        for (int k = 0; k < 8; ++k) {                                                  \
-            r[2 * k] = P##_unpacklo_epi64(a_[2 * k], a_[2 * k + 1]);                   \
-            r[2 * k + 1] = P##_unpackhi_epi64(a_[2 * k], a_[2 * k + 1]);               \
-        }                                                                              \
-    } while (0)
-
-inline void transpose16_sse2(const uint8_t* const* rows, ptrdiff_t col, uint8_t* scratch,
-                             ptrdiff_t stride = kStrip) {
-    __m128i r[16];
-    for (int i = 0; i < 16; ++i) r[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[i] + col));
-    MMC_TRANSPOSE16(__m128i, _mm);
-    for (int k = 0; k < 16; ++k) _mm_storeu_si128(reinterpret_cast<__m128i*>(scratch + (col + k) * stride), r[k]);
-}
-
-void transpose_sse2(const uint8_t* const* rows, ptrdiff_t ncols, uint8_t* scratch) {
-    ptrdiff_t col = 0;
-    for (; col + 16 <= ncols; col += 16) transpose16_sse2(rows, col, scratch);
-    transpose_scalar(rows, col, ncols, scratch);
-}
-
-// SSE2: 16 lanes as two halves of 8 u16.
-void prefix_sse2(const uint8_t* scratch, ptrdiff_t ncols, ptrdiff_t c, uint16_t* prefix) {
-    const __m128i zero = _mm_setzero_si128();
-    auto at = [&](ptrdiff_t i) { return reinterpret_cast<__m128i*>(prefix + i * kStrip); };
-    for (ptrdiff_t ch = 0; ch < c; ++ch) _mm_storeu_si128(at(ch), zero), _mm_storeu_si128(at(ch) + 1, zero);
-    if (c == 1) {
-        __m128i lo = zero, hi = zero;
-        for (ptrdiff_t i = 0; i < ncols; ++i) {
-            const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scratch + i * kStrip));
-            lo = _mm_add_epi16(lo, _mm_unpacklo_epi8(v, zero));
-            hi = _mm_add_epi16(hi, _mm_unpackhi_epi8(v, zero));
-            _mm_storeu_si128(at(i + 1), lo);
-            _mm_storeu_si128(at(i + 1) + 1, hi);
-        }
-        return;
-    }
-    for (ptrdiff_t i = 0; i < ncols; ++i) {
-        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scratch + i * kStrip));
-        _mm_storeu_si128(at(i + c), _mm_add_epi16(_mm_loadu_si128(at(i)), _mm_unpacklo_epi8(v, zero)));
-        _mm_storeu_si128(at(i + c) + 1, _mm_add_epi16(_mm_loadu_si128(at(i) + 1), _mm_unpackhi_epi8(v, zero)));
-    }
-}
-
-void runs_sse2(const uint16_t* prefix, const uint8_t* scratch, const Run* runs, ptrdiff_t n_runs,
-               ptrdiff_t c, uint8_t* dst, ptrdiff_t dst_stride, int rows) {
-    const __m128i half = _mm_set1_epi16(32);
-    alignas(16) uint8_t res[kStrip];
-    for (ptrdiff_t j = 0; j < n_runs; ++j) {
-        const Run& run = runs[j];
-        const __m128i wh = _mm_set1_epi16(static_cast<short>(run.w_hi));
-        const __m128i wl = _mm_set1_epi16(static_cast<short>(run.w_lo));
-        for (ptrdiff_t ch = 0; ch < c; ++ch) {
-            uint8_t* o = dst + (j * c + ch) * dst_stride;
-            if (!run.fits16) {
-                run_wide(scratch, run, c, ch, res);
-                std::memcpy(o, res, static_cast<std::size_t>(rows));
-                continue;
-            }
-            const __m128i* hi = reinterpret_cast<const __m128i*>(prefix + ((run.start + run.count) * c + ch) * kStrip);
-            const __m128i* lo = reinterpret_cast<const __m128i*>(prefix + (run.start * c + ch) * kStrip);
-            __m128i s0 = _mm_sub_epi16(_mm_loadu_si128(hi), _mm_loadu_si128(lo));
-            __m128i s1 = _mm_sub_epi16(_mm_loadu_si128(hi + 1), _mm_loadu_si128(lo + 1));
-            s0 = _mm_srli_epi16(_mm_add_epi16(_mm_add_epi16(_mm_mullo_epi16(s0, wh), _mm_mulhi_epu16(s0, wl)), half), 6);
-            s1 = _mm_srli_epi16(_mm_add_epi16(_mm_add_epi16(_mm_mullo_epi16(s1, wh), _mm_mulhi_epu16(s1, wl)), half), 6);
-            const __m128i v = _mm_packus_epi16(s0, s1);
-            if (rows == kStrip) {
-                _mm_storeu_si128(reinterpret_cast<__m128i*>(o), v);
-            } else {
-                _mm_store_si128(reinterpret_cast<__m128i*>(res), v);
-                std::memcpy(o, res, static_cast<std::size_t>(rows));
-            }
-        }
-    }
-}
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 #define MMC_AVX2 __attribute__((target("avx2")))
 
-MMC_AVX2 void transpose_avx2_stride(const uint8_t* const* rows, ptrdiff_t ncols, uint8_t* scratch,
-                                    ptrdiff_t stride) {
-    ptrdiff_t col = 0;
-    for (; col + 32 <= ncols; col += 32) {
-        __m256i r[16];
-        for (int i = 0; i < 16; ++i) r[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[i] + col));
-        MMC_TRANSPOSE16(__m256i, _mm256);
+// Vector traits. The members every width shares are spelled once: P is the intrinsics prefix
+// (_mm, _mm256, _mm512), BITS the register width and ATTR the target attribute of its ISA; NEXT
+// is the next narrower traits (void for none), for the transpose's tail, and STRIP the rows per
+// strip of the strip kernels. Arithmetic is on 16-bit lanes; the unpacks interleave 8- to 64-bit
+// elements within each 128-bit lane.
+#define MMC_VEC_OPS(ATTR, P, BITS, NEXT, STRIP)                                                  \
+    using T = __m##BITS##i;                                                                      \
+    using Next = NEXT;                                                                           \
+    static constexpr int kBytes = BITS / 8, kStrip = STRIP;                                      \
+    ATTR static T load(const void* p) { return P##_loadu_si##BITS(static_cast<const T*>(p)); }   \
+    ATTR static void store(void* p, T v) { P##_storeu_si##BITS(static_cast<T*>(p), v); }         \
+    ATTR static T zero() { return P##_setzero_si##BITS(); }                                      \
+    ATTR static T set1(uint16_t x) { return P##_set1_epi16(static_cast<short>(x)); }             \
+    ATTR static T add(T a, T b) { return P##_add_epi16(a, b); }                                  \
+    ATTR static T sub(T a, T b) { return P##_sub_epi16(a, b); }                                  \
+    /* (2^21 + S * W) >> 22 as (S * w_hi + ((S * w_lo) >> 16) + 32) >> 6 (see make_run) */      \
+    ATTR static T value16(T s, T wh, T wl, T half) {                                             \
+        return P##_srli_epi16(P##_add_epi16(P##_add_epi16(P##_mullo_epi16(s, wh),                \
+                                                          P##_mulhi_epu16(s, wl)), half), 6);    \
+    }                                                                                            \
+    ATTR static T lo8(T a, T b) { return P##_unpacklo_epi8(a, b); }                              \
+    ATTR static T hi8(T a, T b) { return P##_unpackhi_epi8(a, b); }                              \
+    ATTR static T lo16(T a, T b) { return P##_unpacklo_epi16(a, b); }                            \
+    ATTR static T hi16(T a, T b) { return P##_unpackhi_epi16(a, b); }                            \
+    ATTR static T lo32(T a, T b) { return P##_unpacklo_epi32(a, b); }                            \
+    ATTR static T hi32(T a, T b) { return P##_unpackhi_epi32(a, b); }                            \
+    ATTR static T lo64(T a, T b) { return P##_unpacklo_epi64(a, b); }                            \
+    ATTR static T hi64(T a, T b) { return P##_unpackhi_epi64(a, b); }
+
+// 16 bytes of v to o, of which only the first `rows` when rows < 16.
+inline void store_rows16(uint8_t* o, __m128i v, int rows) {
+    if (rows == 16) return _mm_storeu_si128(reinterpret_cast<__m128i*>(o), v);
+    alignas(16) uint8_t res[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(res), v);
+    std::memcpy(o, res, static_cast<std::size_t>(rows));
+}
+
+// Besides MMC_VEC_OPS, each width gives lane<L>(v), its 128-bit lane L; widen(p), kBytes / 2
+// bytes from p zero-extended to 16 bits; and store_bytes(o, s, rows): the strip column
+// s[0 .. 2 * kStrip / kBytes) of kStrip 16-bit values <= 255 narrowed to bytes, its first `rows`
+// stored to o.
+struct V128 {  // SSE2 (x86-64 baseline): a strip column of 16 rows is two registers
+    MMC_VEC_OPS(, _mm, 128, void, 16)
+    template <int L> static T lane(T v) { return v; }
+    static T widen(const uint8_t* p) { return lo8(_mm_loadl_epi64(reinterpret_cast<const T*>(p)), zero()); }
+    static void store_bytes(uint8_t* o, const T* s, int rows) { store_rows16(o, _mm_packus_epi16(s[0], s[1]), rows); }
+};
+
+struct V256 {  // AVX2
+    MMC_VEC_OPS(MMC_AVX2, _mm256, 256, V128, 16)
+    template <int L> MMC_AVX2 static __m128i lane(T v) { return _mm256_extracti128_si256(v, L); }
+    MMC_AVX2 static T widen(const uint8_t* p) { return _mm256_cvtepu8_epi16(V128::load(p)); }
+    MMC_AVX2 static void store_bytes(uint8_t* o, const T* s, int rows) {
+        store_rows16(o, _mm_packus_epi16(lane<0>(s[0]), lane<1>(s[0])), rows);
+    }
+};
+
+struct V512 {  // AVX-512 (the MMC_AVX512 level): strips of 32 rows
+    MMC_VEC_OPS(MMC_AVX512, _mm512, 512, V256, 32)
+    template <int L> MMC_AVX512 static __m128i lane(T v) { return _mm512_extracti32x4_epi32(v, L); }
+    MMC_AVX512 static T widen(const uint8_t* p) { return _mm512_cvtepu8_epi16(V256::load(p)); }
+    MMC_AVX512 static void store_bytes(uint8_t* o, const T* s, int rows) {
+        const __m256i b = _mm512_cvtepi16_epi8(s[0]);  // values are <= 255
+        if (rows == 32) return V256::store(o, b);
+        _mm256_mask_storeu_epi8(o, static_cast<__mmask32>((std::uint64_t{1} << rows) - 1), b);
+    }
+};
+
+// The 128-bit lanes of v to p, p + step, p + 2 step, ...
+template <class V, int... L>
+inline void store_lanes(uint8_t* p, typename V::T v, ptrdiff_t step, std::integer_sequence<int, L...>) {
+    (V128::store(p + L * step, V::template lane<L>(v)), ...);
+}
+
+// Generic strip kernels. They call the traits' target-specific functions, which GCC inlines only
+// into functions compiled for that target: each is instantiated inside an entry function with the
+// ISA's target attribute and `flatten` (MMC_STRIP_KERNELS), never called on its own.
+
+// In-register transpose of 16 rows (per 128-bit lane): afterwards r[k] holds column k of the 16
+// rows in every lane (lane l: column 16 l + k). Four rounds interleave 8-, 16-, 32- and 64-bit
+// elements of row pairs.
+template <class V>
+inline void transpose16(typename V::T* r) {
+    typename V::T a[16], b[16];
+    for (int p = 0; p < 8; ++p) {
+        a[p] = V::lo8(r[2 * p], r[2 * p + 1]);      // columns 0-7
+        a[8 + p] = V::hi8(r[2 * p], r[2 * p + 1]);  // columns 8-15
+    }
+    for (int h = 0; h < 2; ++h) {  // b[4 g + q]: columns 4g..4g+3, rows 4q..4q+3
+        for (int q = 0; q < 4; ++q) {
+            b[4 * (2 * h) + q] = V::lo16(a[8 * h + 2 * q], a[8 * h + 2 * q + 1]);
+            b[4 * (2 * h + 1) + q] = V::hi16(a[8 * h + 2 * q], a[8 * h + 2 * q + 1]);
+        }
+    }
+    for (int g = 0; g < 4; ++g) {  // a[2 k + o]: columns 2k, 2k+1, rows 8o..8o+7
+        for (int o = 0; o < 2; ++o) {
+            a[2 * (2 * g) + o] = V::lo32(b[4 * g + 2 * o], b[4 * g + 2 * o + 1]);
+            a[2 * (2 * g + 1) + o] = V::hi32(b[4 * g + 2 * o], b[4 * g + 2 * o + 1]);
+        }
+    }
+    for (int k = 0; k < 8; ++k) {
+        r[2 * k] = V::lo64(a[2 * k], a[2 * k + 1]);
+        r[2 * k + 1] = V::hi64(a[2 * k], a[2 * k + 1]);
+    }
+}
+
+// 16 rows, columns [col, ncols), column stride `stride` in scratch: blocks of V::kBytes columns,
+// then of the narrower widths, then one column at a time.
+template <class V>
+inline void transpose_cols(const uint8_t* const* rows, ptrdiff_t col, ptrdiff_t ncols, uint8_t* scratch,
+                           ptrdiff_t stride) {
+    for (; col + V::kBytes <= ncols; col += V::kBytes) {
+        typename V::T r[16];
+        for (int i = 0; i < 16; ++i) r[i] = V::load(rows[i] + col);
+        transpose16<V>(r);
         for (int k = 0; k < 16; ++k) {
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(scratch + (col + k) * stride), _mm256_castsi256_si128(r[k]));
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(scratch + (col + 16 + k) * stride),
-                             _mm256_extracti128_si256(r[k], 1));
+            store_lanes<V>(scratch + (col + k) * stride, r[k], 16 * stride,
+                           std::make_integer_sequence<int, V::kBytes / 16>{});
         }
     }
-    for (; col + 16 <= ncols; col += 16) transpose16_sse2(rows, col, scratch, stride);
-    transpose_scalar(rows, col, ncols, scratch, stride);
-}
-
-MMC_AVX2 void transpose_avx2(const uint8_t* const* rows, ptrdiff_t ncols, uint8_t* scratch) {
-    transpose_avx2_stride(rows, ncols, scratch, kStrip);
-}
-
-MMC_AVX2 inline __m256i widen16(const uint8_t* p) {
-    return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-
-MMC_AVX2 void prefix_avx2(const uint8_t* scratch, ptrdiff_t ncols, ptrdiff_t c, uint16_t* prefix) {
-    auto at = [&](ptrdiff_t i) { return reinterpret_cast<__m256i*>(prefix + i * kStrip); };
-    const __m256i zero = _mm256_setzero_si256();
-    for (ptrdiff_t ch = 0; ch < c; ++ch) _mm256_storeu_si256(at(ch), zero);
-    if (c == 1) {
-        __m256i a = zero;
-        for (ptrdiff_t i = 0; i < ncols; ++i) {
-            a = _mm256_add_epi16(a, widen16(scratch + i * kStrip));
-            _mm256_storeu_si256(at(i + 1), a);
-        }
-    } else if (c == 3) {  // ncols is a multiple of 3
-        __m256i a0 = zero, a1 = zero, a2 = zero;
-        for (ptrdiff_t i = 0; i < ncols; i += 3) {
-            a0 = _mm256_add_epi16(a0, widen16(scratch + i * kStrip));
-            a1 = _mm256_add_epi16(a1, widen16(scratch + (i + 1) * kStrip));
-            a2 = _mm256_add_epi16(a2, widen16(scratch + (i + 2) * kStrip));
-            _mm256_storeu_si256(at(i + 3), a0);
-            _mm256_storeu_si256(at(i + 4), a1);
-            _mm256_storeu_si256(at(i + 5), a2);
-        }
+    if constexpr (std::is_void_v<typename V::Next>) {
+        transpose_scalar(rows, col, ncols, scratch, stride);
     } else {
-        for (ptrdiff_t i = 0; i < ncols; ++i)
-            _mm256_storeu_si256(at(i + c), _mm256_add_epi16(_mm256_loadu_si256(at(i)), widen16(scratch + i * kStrip)));
+        transpose_cols<typename V::Next>(rows, col, ncols, scratch, stride);
     }
 }
 
-MMC_AVX2 void runs_avx2(const uint16_t* prefix, const uint8_t* scratch, const Run* runs, ptrdiff_t n_runs,
-                        ptrdiff_t c, uint8_t* dst, ptrdiff_t dst_stride, int rows) {
-    const __m256i half = _mm256_set1_epi16(32);
-    alignas(16) uint8_t res[kStrip];
+template <class V>
+inline void transpose_simd(const uint8_t* const* rows, ptrdiff_t ncols, uint8_t* scratch) {
+    for (int r0 = 0; r0 < V::kStrip; r0 += 16) transpose_cols<V>(rows + r0, 0, ncols, scratch + r0, V::kStrip);
+}
+
+// A strip column of S = V::kStrip 16-bit values is kN registers of kL lanes.
+template <class V>
+struct StripCols {
+    static constexpr int kL = V::kBytes / 2, kN = V::kStrip / kL;
+    static uint16_t* at(uint16_t* prefix, ptrdiff_t i, int q) { return prefix + i * V::kStrip + q * kL; }
+    static typename V::T col(const uint8_t* scratch, ptrdiff_t i, int q) {
+        return V::widen(scratch + i * V::kStrip + q * kL);
+    }
+};
+
+// Prefix sums of C channels held in registers, column by column (ncols is a multiple of C).
+template <class V, int C>
+inline void prefix_regs(const uint8_t* scratch, ptrdiff_t ncols, uint16_t* prefix) {
+    using K = StripCols<V>;
+    typename V::T a[C][K::kN];
+    for (int k = 0; k < C; ++k) {
+        for (int q = 0; q < K::kN; ++q) a[k][q] = V::zero();
+    }
+    for (ptrdiff_t i = 0; i < ncols; i += C) {
+        for (int k = 0; k < C; ++k) {
+            for (int q = 0; q < K::kN; ++q) {
+                a[k][q] = V::add(a[k][q], K::col(scratch, i + k, q));
+                V::store(K::at(prefix, i + k + C, q), a[k][q]);
+            }
+        }
+    }
+}
+
+template <class V>
+inline void prefix_simd(const uint8_t* scratch, ptrdiff_t ncols, ptrdiff_t c, uint16_t* prefix) {
+    using K = StripCols<V>;
+    for (ptrdiff_t ch = 0; ch < c; ++ch) {
+        for (int q = 0; q < K::kN; ++q) V::store(K::at(prefix, ch, q), V::zero());
+    }
+    if (c == 1) return prefix_regs<V, 1>(scratch, ncols, prefix);
+    if (c == 3) return prefix_regs<V, 3>(scratch, ncols, prefix);
+    for (ptrdiff_t i = 0; i < ncols; ++i) {
+        for (int q = 0; q < K::kN; ++q) {
+            V::store(K::at(prefix, i + c, q), V::add(V::load(K::at(prefix, i, q)), K::col(scratch, i, q)));
+        }
+    }
+}
+
+template <class V>
+inline void runs_simd(const uint16_t* prefix, const uint8_t* scratch, const Run* runs, ptrdiff_t n_runs,
+                      ptrdiff_t c, uint8_t* dst, ptrdiff_t dst_stride, int rows) {
+    using T = typename V::T;
+    constexpr int S = V::kStrip, kL = StripCols<V>::kL, kN = StripCols<V>::kN;
+    const T half = V::set1(32);
     for (ptrdiff_t j = 0; j < n_runs; ++j) {
         const Run& run = runs[j];
-        const __m256i wh = _mm256_set1_epi16(static_cast<short>(run.w_hi));
-        const __m256i wl = _mm256_set1_epi16(static_cast<short>(run.w_lo));
-        const uint16_t* hi = prefix + (run.start + run.count) * c * kStrip;
-        const uint16_t* lo = prefix + run.start * c * kStrip;
+        uint8_t* o = dst + j * c * dst_stride;
+        if (!run.fits16) {
+            for (ptrdiff_t ch = 0; ch < c; ++ch) run_wide(scratch, run, c, ch, o + ch * dst_stride, rows, S);
+            continue;
+        }
+        const T wh = V::set1(run.w_hi), wl = V::set1(run.w_lo);
+        const uint16_t* hi = prefix + (run.start + run.count) * c * S;
+        const uint16_t* lo = prefix + run.start * c * S;
         for (ptrdiff_t ch = 0; ch < c; ++ch) {
-            uint8_t* o = dst + (j * c + ch) * dst_stride;
-            if (!run.fits16) {
-                run_wide(scratch, run, c, ch, res);
-                std::memcpy(o, res, static_cast<std::size_t>(rows));
-                continue;
+            T s[kN];
+            for (int q = 0; q < kN; ++q) {
+                const ptrdiff_t at = ch * S + q * kL;
+                s[q] = V::value16(V::sub(V::load(hi + at), V::load(lo + at)), wh, wl, half);
             }
-            __m256i s = _mm256_sub_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(hi + ch * kStrip)),
-                                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lo + ch * kStrip)));
-            s = _mm256_srli_epi16(
-                _mm256_add_epi16(_mm256_add_epi16(_mm256_mullo_epi16(s, wh), _mm256_mulhi_epu16(s, wl)), half), 6);
-            const __m128i v = _mm_packus_epi16(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-            if (rows == kStrip) {
-                _mm_storeu_si128(reinterpret_cast<__m128i*>(o), v);
-            } else {
-                _mm_store_si128(reinterpret_cast<__m128i*>(res), v);
-                std::memcpy(o, res, static_cast<std::size_t>(rows));
-            }
+            V::store_bytes(o + ch * dst_stride, s, rows);
         }
     }
 }
+
+// The strip kernels of one ISA: transpose_ISA, prefix_ISA and runs_ISA (see StripOps).
+#define MMC_STRIP_KERNELS(ATTR, ISA, V)                                                                  \
+    ATTR __attribute__((flatten)) void transpose_##ISA(const uint8_t* const* rows, ptrdiff_t ncols,      \
+                                                       uint8_t* scratch) {                               \
+        transpose_simd<V>(rows, ncols, scratch);                                                         \
+    }                                                                                                    \
+    ATTR __attribute__((flatten)) void prefix_##ISA(const uint8_t* scratch, ptrdiff_t ncols, ptrdiff_t c, \
+                                                    uint16_t* prefix) {                                  \
+        prefix_simd<V>(scratch, ncols, c, prefix);                                                       \
+    }                                                                                                    \
+    ATTR __attribute__((flatten)) void runs_##ISA(const uint16_t* prefix, const uint8_t* scratch,         \
+                                                  const Run* runs, ptrdiff_t n_runs, ptrdiff_t c,        \
+                                                  uint8_t* dst, ptrdiff_t dst_stride, int rows) {        \
+        runs_simd<V>(prefix, scratch, runs, n_runs, c, dst, dst_stride, rows);                           \
+    }
+
+MMC_STRIP_KERNELS(, sse2, V128)
+MMC_STRIP_KERNELS(MMC_AVX2, avx2, V256)
+MMC_STRIP_KERNELS(MMC_AVX512, avx512, V512)
 
 // Gather with 16-byte chunks reading a 32-byte window: two byte shuffles and a blend.
 MMC_AVX2 void expand_avx2(const uint8_t* srow, const ExpandPlan& plan, uint8_t* const* outs, ptrdiff_t n_outs) {
@@ -556,103 +606,6 @@ MMC_AVX2 void expand_avx2(const uint8_t* srow, const ExpandPlan& plan, uint8_t* 
     for (ptrdiff_t o = full * 16; o < plan.out_len; ++o) {
         const uint8_t v = srow[plan.src[o]];
         for (ptrdiff_t r = 0; r < n_outs; ++r) outs[r][o] = v;
-    }
-}
-
-// 16 rows with column stride `stride`.
-MMC_AVX512 void transpose16_avx512(const uint8_t* const* rows, ptrdiff_t ncols, uint8_t* scratch,
-                                   ptrdiff_t stride) {
-    ptrdiff_t col = 0;
-    for (; col + 64 <= ncols; col += 64) {
-        __m512i r[16];
-        for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(rows[i] + col);
-        MMC_TRANSPOSE16(__m512i, _mm512);
-        for (int k = 0; k < 16; ++k) {  // lane l holds column 16 l + k
-            uint8_t* b = scratch + (col + k) * stride;
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(b), _mm512_castsi512_si128(r[k]));
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(b + 16 * stride), _mm512_extracti32x4_epi32(r[k], 1));
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(b + 32 * stride), _mm512_extracti32x4_epi32(r[k], 2));
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(b + 48 * stride), _mm512_extracti32x4_epi32(r[k], 3));
-        }
-    }
-    if (col < ncols) {
-        const uint8_t* shifted[16];
-        for (int i = 0; i < 16; ++i) shifted[i] = rows[i] + col;
-        transpose_avx2_stride(shifted, ncols - col, scratch + col * stride, stride);
-    }
-}
-
-constexpr int kStrip512 = 32;
-
-MMC_AVX512 void transpose_avx512(const uint8_t* const* rows, ptrdiff_t ncols, uint8_t* scratch) {
-    transpose16_avx512(rows, ncols, scratch, kStrip512);
-    transpose16_avx512(rows + 16, ncols, scratch + 16, kStrip512);
-}
-
-MMC_AVX512 inline __m512i widen32(const uint8_t* p) {
-    return _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
-
-MMC_AVX512 void prefix_avx512(const uint8_t* scratch, ptrdiff_t ncols, ptrdiff_t c, uint16_t* prefix) {
-    constexpr int S = kStrip512;
-    auto at = [&](ptrdiff_t i) { return prefix + i * S; };
-    const __m512i zero = _mm512_setzero_si512();
-    for (ptrdiff_t ch = 0; ch < c; ++ch) _mm512_storeu_si512(at(ch), zero);
-    if (c == 1) {
-        __m512i a = zero;
-        for (ptrdiff_t i = 0; i < ncols; ++i) {
-            a = _mm512_add_epi16(a, widen32(scratch + i * S));
-            _mm512_storeu_si512(at(i + 1), a);
-        }
-    } else if (c == 3) {  // ncols is a multiple of 3
-        __m512i a0 = zero, a1 = zero, a2 = zero;
-        for (ptrdiff_t i = 0; i < ncols; i += 3) {
-            a0 = _mm512_add_epi16(a0, widen32(scratch + i * S));
-            a1 = _mm512_add_epi16(a1, widen32(scratch + (i + 1) * S));
-            a2 = _mm512_add_epi16(a2, widen32(scratch + (i + 2) * S));
-            _mm512_storeu_si512(at(i + 3), a0);
-            _mm512_storeu_si512(at(i + 4), a1);
-            _mm512_storeu_si512(at(i + 5), a2);
-        }
-    } else {
-        for (ptrdiff_t i = 0; i < ncols; ++i)
-            _mm512_storeu_si512(at(i + c), _mm512_add_epi16(_mm512_loadu_si512(at(i)), widen32(scratch + i * S)));
-    }
-}
-
-MMC_AVX512 void runs_avx512(const uint16_t* prefix, const uint8_t* scratch, const Run* runs, ptrdiff_t n_runs,
-                            ptrdiff_t c, uint8_t* dst, ptrdiff_t dst_stride, int rows) {
-    constexpr int S = kStrip512;
-    const __m512i half = _mm512_set1_epi16(32);
-    alignas(32) uint8_t res[S];
-    for (ptrdiff_t j = 0; j < n_runs; ++j) {
-        const Run& run = runs[j];
-        const __m512i wh = _mm512_set1_epi16(static_cast<short>(run.w_hi));
-        const __m512i wl = _mm512_set1_epi16(static_cast<short>(run.w_lo));
-        const uint16_t* hi = prefix + (run.start + run.count) * c * S;
-        const uint16_t* lo = prefix + run.start * c * S;
-        for (ptrdiff_t ch = 0; ch < c; ++ch) {
-            uint8_t* o = dst + (j * c + ch) * dst_stride;
-            if (!run.fits16) {
-                run_wide(scratch, run, c, ch, res, S);
-                std::memcpy(o, res, static_cast<std::size_t>(rows));
-                continue;
-            }
-            __m512i v = _mm512_sub_epi16(_mm512_loadu_si512(hi + ch * S), _mm512_loadu_si512(lo + ch * S));
-            v = _mm512_srli_epi16(
-                _mm512_add_epi16(_mm512_add_epi16(_mm512_mullo_epi16(v, wh), _mm512_mulhi_epu16(v, wl)), half), 6);
-            const __m256i b = _mm512_cvtepi16_epi8(v);  // values are <= 255
-            if (rows == S) {
-                _mm256_storeu_si256(reinterpret_cast<__m256i*>(o), b);
-            } else {
-                _mm_mask_storeu_epi8(o, static_cast<__mmask16>((1u << std::min(rows, 16)) - 1),
-                                     _mm256_castsi256_si128(b));
-                if (rows > 16) {
-                    _mm_mask_storeu_epi8(o + 16, static_cast<__mmask16>((1u << (rows - 16)) - 1),
-                                         _mm256_extracti128_si256(b, 1));
-                }
-            }
-        }
     }
 }
 
@@ -688,12 +641,12 @@ bool ops_named(const std::string& name, StripOps& out) {
     const bool avx2 = __builtin_cpu_supports("avx2");
     const bool avx512 = cpu_has_avx512();
     if (name == "avx512" && avx512) {
-        return out = {kStrip512, transpose_avx512, prefix_avx512, runs_avx512, expand_avx512, 64, 128, "avx512"}, true;
+        return out = {V512::kStrip, transpose_avx512, prefix_avx512, runs_avx512, expand_avx512, 64, 128, "avx512"}, true;
     }
     if (name == "avx2" && avx2) {
-        return out = {kStrip, transpose_avx2, prefix_avx2, runs_avx2, expand_avx2, 16, 32, "avx2"}, true;
+        return out = {V256::kStrip, transpose_avx2, prefix_avx2, runs_avx2, expand_avx2, 16, 32, "avx2"}, true;
     }
-    if (name == "sse2") return out = {kStrip, transpose_sse2, prefix_sse2, runs_sse2, expand_portable, 0, 0, "sse2"}, true;
+    if (name == "sse2") return out = {V128::kStrip, transpose_sse2, prefix_sse2, runs_sse2, expand_portable, 0, 0, "sse2"}, true;
 #endif
     return false;
 }

@@ -217,22 +217,14 @@ def pixelate(
     When the small size is at most the image size, the second resize is a pure copy of pixels
     (Pillow's BOX upsampling gives one tap of weight 1 per output) and is done as a gather.
 
-    Parameters
-    ----------
-    image : ndarray, shape (H, W, C), uint8
-        H, W < 2**24.
-    width, height : int
-        Size of the intermediate image, in [1, 2**24) (the reference uses
-        ``int(W * factor)``, ``int(H * factor)``).
+    Parameters, their ranges and the errors raised are those of :func:`resize_box`, with
+    ``(width, height)`` the size of the intermediate image (the reference uses ``int(W * factor)``,
+    ``int(H * factor)``).
 
     Returns
     -------
     ndarray, shape (H, W, C), uint8
-
-    Raises
-    ------
-    ValueError
-        If ``image`` is not 3-D with positive sizes, or a size is outside [1, 2**24).
+        The shape of ``image``.
     """
 
 def _resample_isa() -> str:

@@ -307,6 +307,15 @@ def _luma(a, b, c):
                      + np.uint32(7471) * np.uint32(c) + np.uint32(0x8000)) >> np.uint32(16))
 
 
+@numba.njit(inline="always")
+def _impulse_start(image, key):
+    # Prologue of both kernel bodies: the output, flat views of input and output, the element
+    # count and the key as uint64.
+    out = np.empty_like(image)
+    src = image.reshape(-1)
+    return out, src, out.reshape(-1), src.size, np.uint64(key)
+
+
 @numba.njit(**NJIT)
 def _impulse_fix_elements(src, dst, r16, lo, m, key, c1, c2, t1, f1, t2, f2):
     # Exact outputs for elements lo .. lo + m - 1: all of them when m is less than a block (the
@@ -320,11 +329,7 @@ def _impulse_fix_elements(src, dst, r16, lo, m, key, c1, c2, t1, f1, t2, f2):
 
 @numba.njit(**NJIT)
 def _impulse_elements_body(image, key, t1, f1, t2, f2):
-    out = np.empty_like(image)
-    src = image.reshape(-1)
-    dst = out.reshape(-1)
-    n = src.size
-    k = np.uint64(key)
+    out, src, dst, n, k = _impulse_start(image, key)
     c1, span, c2 = _fast_cuts(t1, t2)
     words = np.empty(_IMP_BLOCK // 4, np.uint64)
     r16 = words.view(np.uint16)
@@ -409,11 +414,7 @@ def _impulse_gray_body(image, key, t1, f1, t2, f2):
     # of the replicated RGB image), combined by Pillow's luma. The three channels' uniforms are
     # generated into separate planes and the outputs computed in two passes (channel values,
     # then luma): both loops vectorise, where one fused loop over interleaved data did not.
-    out = np.empty_like(image)
-    src = image.reshape(-1)
-    dst = out.reshape(-1)
-    n = src.size
-    k = np.uint64(key)
+    out, src, dst, n, k = _impulse_start(image, key)
     c1, span, c2 = _fast_cuts(t1, t2)
     nb = _IMP_GRAY_BLOCK
     p0 = np.empty(nb // 4, np.uint64)
