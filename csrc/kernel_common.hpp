@@ -30,6 +30,10 @@
 #define MMC_HAVE_AVX512 1
 #define MMC_AVX512 \
     __attribute__((target("avx2,bmi2,avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi")))
+// GCC 12's AVX-512 headers trip these on their own _mm512_undefined_* placeholders.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
 #endif
 
 namespace mmc {

@@ -20,12 +20,6 @@
 
 #include "kernel_common.hpp"
 
-#ifdef MMC_HAVE_AVX512
-// GCC 12's AVX-512 headers trip these on their own _mm512_undefined_* placeholders.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#endif
 
 namespace mmc {
 
