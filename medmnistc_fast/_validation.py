@@ -62,7 +62,8 @@ def check_severity(severity) -> int:
 
 
 def check_nonneg_int(value, name: str, upper=None) -> int:
-    """Return ``value`` as a non-negative int (for seeds, indices, start offsets), ``<= upper``."""
+    """Return ``value`` as a non-negative int (for seeds, indices, start offsets), ``<= upper``
+    (an inclusive bound; the message states it)."""
     if not _is_int(value):
         raise TypeError(f"{name} must be a non-negative int; got {value!r} ({type(value).__name__})")
     if int(value) < 0:
@@ -89,10 +90,11 @@ def _check_array(arr, name: str, ndims: tuple, layout: str) -> np.ndarray:
     return arr
 
 
-def _check_channels_and_sides(shape, name: str, layout: str) -> None:
+def _check_channels_and_sides(shape, name: str, layout: str, full_shape=None) -> None:
     h, w, c = shape
     if c not in (1, 3):
-        raise ValueError(f"{name} must have 1 or 3 channels (shape {layout}); got shape {shape}")
+        raise ValueError(f"{name} must have 1 or 3 channels (shape {layout}); got shape "
+                         f"{shape if full_shape is None else full_shape}")
     if h < MIN_SIDE or w < MIN_SIDE:
         raise ValueError(f"{name} must be at least {MIN_SIDE} x {MIN_SIDE} pixels; got {h} x {w}")
 
@@ -117,7 +119,7 @@ def as_nhwc(images, name: str = "images") -> np.ndarray:
         raise ValueError(f"{name} of shape {arr.shape} looks like one (H, W, C) image, not a "
                          f"batch {layout}; use corrupt() or add a batch axis (images[None])")
     nhwc = arr[..., None] if arr.ndim == 3 else arr
-    _check_channels_and_sides(nhwc.shape[1:], name, layout)
+    _check_channels_and_sides(nhwc.shape[1:], name, layout, arr.shape)
     return np.ascontiguousarray(nhwc)
 
 

@@ -148,7 +148,7 @@ def corrupt(image, corruption, severity, *, dataset, seed=None, index=0) -> np.n
     seed : int >= 0 or None
         With an int, the output is a pure function of (seed, dataset, corruption, severity,
         index, pixels). None draws fresh OS entropy.
-    index : int >= 0
+    index : int in [0, 2**63)
         The image's index in its dataset (part of the random key).
 
     Returns
@@ -169,7 +169,7 @@ def corrupt(image, corruption, severity, *, dataset, seed=None, index=0) -> np.n
     implementation ``medmnistc`` 0.1.0.
     """
     hwc = as_hwc(image)
-    index = check_nonneg_int(index, "index", upper=MAX_INDEX)
+    index = check_nonneg_int(index, "index", upper=MAX_INDEX - 1)
     kind, param, base, ctx = _plan(dataset, corruption, severity, seed)
     key = rng.image_key(base, index) if kind.random else 0
     out = _apply(kind, param, ctx, hwc, key)
@@ -187,7 +187,7 @@ def corrupt_batch(images, corruption, severity, *, dataset, seed=None, start=0,
     corruption, severity, dataset, seed
         As in :func:`corrupt`.
     start : int >= 0
-        Dataset index of ``images[0]``.
+        Dataset index of ``images[0]``; ``start + N - 1`` must stay below 2**63.
     num_threads : int >= 1 or None
         Threads to spread the images over (kernels release the GIL). None uses
         :func:`get_num_threads`, except for images under 96 x 96 pixels, which run on one
@@ -205,7 +205,7 @@ def corrupt_batch(images, corruption, severity, *, dataset, seed=None, start=0,
         As in :func:`corrupt`; also for a bad ``start`` or ``num_threads``.
     """
     nhwc = as_nhwc(images)
-    start = check_nonneg_int(start, "start", upper=MAX_INDEX - nhwc.shape[0])
+    start = check_nonneg_int(start, "start", upper=MAX_INDEX - max(1, nhwc.shape[0]))
     if num_threads is None:
         small = nhwc.shape[1] * nhwc.shape[2] < _MIN_THREADED_PIXELS
         threads = 1 if small else get_num_threads()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 __all__ = ["main"]
@@ -251,6 +252,30 @@ def _fmt_level(v) -> str:
     return f"{v:g}"
 
 
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _install_sigterm():
+    """Make SIGTERM raise KeyboardInterrupt in the main thread (returns the old handler)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _raise_interrupt)
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so that the interpreter's final flush
+    does not report the same error again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv=None) -> int:
     """Run the console command; returns the exit status.
 
@@ -271,15 +296,26 @@ def main(argv=None) -> int:
     except SystemExit as exc:  # --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     handler = {"generate": _cmd_generate, "preview": _cmd_preview, "list": _cmd_list}
+    # SIGTERM (kill, batch schedulers ending a job) takes the same path as Ctrl-C: worker
+    # pools are shut down and temporary files removed instead of orphaning the workers.
+    previous = _install_sigterm()
     try:
         return handler[args.command](args)
     except KeyboardInterrupt:
         print(f"{_PROG}: interrupted; re-run the same command to resume", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `medmnistc-fast list | head`: the reader left
+        _silence_stdout()
+        return 0
     except (ValueError, OSError, ImportError) as exc:
         msg = " ".join(str(exc).split()) or type(exc).__name__
         print(f"{_PROG}: error: {msg}", file=sys.stderr)
         return 2
+    finally:
+        if previous is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":  # pragma: no cover

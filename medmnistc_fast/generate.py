@@ -180,7 +180,11 @@ def _check_int(value, name: str, lo: int, hi: int | None = None) -> int:
 
 def _as_list(value, name: str) -> list:
     if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
+        items = [v.strip() for v in value.split(",")]
+        if value.strip() and not all(items):
+            raise ValueError(f"{name} must be a comma-separated list without empty items; "
+                             f"got {value!r}")
+        return [v for v in items if v]
     try:
         return list(value)
     except TypeError:
@@ -450,7 +454,9 @@ def _open_array_input(dataset: str, split: str, images, labels) -> _Input:
     if y.ndim not in (1, 2) or y.shape[0] != x.shape[0]:
         raise ValueError(f"labels has shape {y.shape}; expected ({x.shape[0]},) or "
                          f"({x.shape[0]}, L) to match images {x.shape}")
-    y = np.array(y, order="C", copy=True)          # small; later edits by the caller are moot
+    # small; later edits by the caller are moot. 1-D labels become (N, 1), MedMNIST's layout
+    # (and that of --from-folder), so every output has (kN, L) labels.
+    y = np.array(y.reshape(y.shape[0], -1), order="C", copy=True)
     if dataset == PATHOLOGY_AUTO:
         dataset = suite_for_size(x.shape[1], x.shape[2])
     h = hashlib.sha256()
@@ -1412,7 +1418,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         In-memory (or memory-mapped) images, H, W >= 8; read in chunks, never copied whole.
         Needs ``labels``.
     labels : ndarray, shape (N,) or (N, L), integers
-        Labels of ``images``, written tiled as they are.
+        Labels of ``images``, written tiled; 1-D labels are written as ``(N, 1)`` (MedMNIST's
+        layout).
     size : int >= 8, optional
         Image side of MedMNIST+ files and the sample (MedMNIST+: 28, 64, 128, 224); default
         224. Must be None with ``folder`` or ``images``, whose size is read from the input.

@@ -208,7 +208,8 @@ DATASETS: tuple = tuple(TABLES)
 
 # The digital-pathology suite (Zhang et al., "Benchmarking the Robustness of Deep Neural Networks
 # to Common Corruptions in Digital Pathology", MICCAI 2022, arXiv:2206.14973), its 96 px
-# (Patchcamelyon-C) and 224 px (LocalTCT-C) configurations, as given in spec/pathology.md.
+# (Patchcamelyon-C) and 224 px (LocalTCT-C) configurations, from that paper's corruption
+# definitions and severity tables.
 # Units: pixelate, jpeg_compression, defocus_blur, motion_blur as in MedMNIST-C (pixels at the
 # suite's reference size); brightness / saturate / hue: additive shift of HSV V / S / H (H wraps);
 # marking: (width, height) of the ink blot in pixels at the reference size; bubble: blend

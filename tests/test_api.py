@@ -135,8 +135,13 @@ def test_batch_independent_of_split_and_threads(rgb224):
 
 
 def test_index_bounds(rgb224):
-    with pytest.raises(ValueError, match=r"index must be a non-negative int <= 9223372036854775808"):
-        mf.corrupt(rgb224[0], "gaussian_noise", 1, dataset="dermamnist", index=2**64)
+    for bad in (2**63, 2**64):  # indices are < 2**63
+        with pytest.raises(ValueError, match=r"index must be a non-negative int <= 9223372036854775807"):
+            mf.corrupt(rgb224[0], "gaussian_noise", 1, dataset="dermamnist", index=bad)
+    assert mf.corrupt(rgb224[0], "gaussian_noise", 1, dataset="dermamnist",
+                      index=2**63 - 1).shape == rgb224[0].shape
+    with pytest.raises(ValueError, match=r"must have 1 or 3 channels .* got shape \(2, 9, 9, 2\)"):
+        mf.corrupt_batch(np.zeros((2, 9, 9, 2), np.uint8), "pixelate", 1, dataset="pathmnist")
     with pytest.raises(ValueError, match="start must be a non-negative int <="):
         mf.corrupt_batch(rgb224, "gaussian_noise", 1, dataset="dermamnist", start=2**63 - 1)
     with pytest.raises(ValueError, match="num_threads must be an int >= 1"):

@@ -107,6 +107,78 @@ def test_interrupted_run_resumes_to_identical_bytes(gray_root, tmp_path):
     assert tree(out) == tree(full)
 
 
+def _children(pid):
+    """PIDs whose parent is ``pid`` (from /proc)."""
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(entry))
+    return kids
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to list worker processes")
+def test_sigterm_stops_workers_and_resumes(gray_root, tmp_path):
+    """kill -TERM on the parent (what batch schedulers send) shuts the worker pool down, exits
+    130, and a re-run completes to the bytes of an uninterrupted run."""
+    args = ["generate", "--dataset", "chestmnist", "--root", str(gray_root), "--size", "64",
+            "--workers", "2", "--chunk-size", "20", "--seed", "5", "--quiet"]
+    full = tmp_path / "full"
+    assert main(args + ["--out", str(full)]) == 0
+    out = tmp_path / "termed"
+    proc = subprocess.Popen([sys.executable, "-m", "medmnistc_fast.cli", *args, "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        kids = []
+        while proc.poll() is None and time.monotonic() < deadline:
+            kids = _children(proc.pid)
+            if len(kids) >= 2 and (out / "chestmnist" / "manifest.json").exists():
+                break
+            time.sleep(0.005)
+        assert proc.poll() is None, "the run finished before it could be interrupted"
+        kids = _children(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    deadline = time.monotonic() + 30
+    while any(_alive(k) for k in kids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [k for k in kids if _alive(k)], "worker processes outlived the parent"
+    assert main(args + ["--out", str(out)]) == 0
+    assert tree(out) == tree(full)
+
+
+def test_list_into_a_closed_pipe_is_quiet():
+    proc = subprocess.run(f"{sys.executable} -m medmnistc_fast.cli list | head -c 10",
+                          shell=True, capture_output=True, text=True, timeout=120)
+    assert "Broken pipe" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_empty_list_items_are_rejected(tmp_path):
+    r = run_cli("generate", "--sample", "--dataset", "breastmnist", "--size", "28",
+                "--severities", "1,,3", "--out", str(tmp_path / "o"), "--quiet")
+    assert r.returncode == 2 and "severities" in r.stderr and "empty" in r.stderr
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").rglob("*.npz"))
+
+
 # ----------------------------------------------------------------------------------- bad input
 def _write_truncated(path):
     np.savez_compressed(path, **sample_split("chestmnist", 28, 5))

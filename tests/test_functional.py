@@ -65,6 +65,8 @@ def test_functional_equals_public_with_same_values(rgb224):
     (lambda x: F.gaussian_noise(x, 0.1, seed=-2), "seed must be a non-negative int"),
     (lambda x: F.motion_blur(x, 5, 2, "left"), "angle must be a finite real"),
     (lambda x: F.motion_blur(x, 10**7, 5, 30), "radius must be > 0 and <= 1024"),
+    (lambda x: F.shot_noise(x, 1e6), "photons must be > 0 and <= 10000"),
+    (lambda x: F.shot_noise(x, 5e-324), r"photons must be in \[0.001, 10000\]"),
     (lambda x: F.zoom_blur(x, [0.9]), "zooms must be"),
     (lambda x: F.gaussian_blur(x, 4), "kernel_size must be an odd int"),
     (lambda x: F.saturate(x, 2.0), r"shift must be a real number in \[-1, 1\]"),
@@ -80,3 +82,10 @@ def test_argument_errors(call, match, rgb224):
     with pytest.raises((TypeError, ValueError), match=match):
         call(img)
     assert np.array_equal(img, rgb224[0])
+
+
+def test_non_finite_angle_is_a_value_error(rgb224):
+    with pytest.raises(ValueError, match="angle must be a finite real"):
+        F.motion_blur(rgb224[0], 5, 2, float("nan"))
+    with pytest.raises(TypeError, match="angle must be a finite real"):
+        F.motion_blur(rgb224[0], 5, 2, "left")

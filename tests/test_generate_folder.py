@@ -327,7 +327,7 @@ def test_arrays_input(arrays, tmp_path):
     assert m["input"]["source"] == "arrays" and m["input"]["n"] == 6 and m["size"] is None
     for c in res[0]["written"]:
         with np.load(os.path.join(d, f"{c}.npz")) as z:
-            np.testing.assert_array_equal(z["test_labels"], np.tile(y, 5))
+            np.testing.assert_array_equal(z["test_labels"], np.tile(y, 5)[:, None])  # (5N, 1)
             np.testing.assert_array_equal(z["test_images"], np.concatenate(
                 [mf.corrupt_batch(X, c, s, dataset="pathology224", seed=SEED)
                  for s in range(1, 6)]))

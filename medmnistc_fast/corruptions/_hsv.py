@@ -4,7 +4,7 @@ Used by MedMNIST-C's ``saturate`` (S) and the pathology suite's ``brightness`` (
 (S) and ``hue`` (H). It repeats scikit-image's ``rgb2hsv`` / ``hsv2rgb`` float64 operations in
 their order per pixel, so ``x / 255 -> rgb2hsv -> shift -> hsv2rgb -> clip(0, 1) * 255 ->
 truncate`` comes out bit for bit (reference ``Saturate`` in ``medmnistc/corruptions/enhance.py``;
-spec/pathology.md for the H and V shifts).
+Zhang et al., MICCAI 2022, arXiv:2206.14973, for the H and V shifts).
 """
 from __future__ import annotations
 

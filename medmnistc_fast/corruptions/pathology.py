@@ -48,8 +48,8 @@ RGB and back to L with Pillow's luma formula (:func:`~._spec.to_gray`), as in Me
 References
 ----------
 Y. Zhang, Y. Sun, H. Li, S. Zheng, C. Zhu, L. Yang, "Benchmarking the Robustness of Deep Neural
-Networks to Common Corruptions in Digital Pathology", MICCAI 2022, arXiv:2206.14973 (the suite;
-parameters as restated in ``spec/pathology.md``, section "The nine corruptions").
+Networks to Common Corruptions in Digital Pathology", MICCAI 2022, arXiv:2206.14973 (the suite,
+its nine corruptions and their severity parameters).
 S. van der Walt et al., scikit-image ``skimage.color.rgb2hsv`` / ``hsv2rgb`` (0.22-0.26).
 G. L. Steele, D. Lea, C. H. Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014.
 """
@@ -539,7 +539,7 @@ def hsv_shift(image, channel, amount: float) -> np.ndarray:
     -----
     The pathology suite's ``brightness``, ``saturate`` and ``hue`` are
     ``hsv_shift(image, "value" | "saturation" | "hue", table entry)``
-    (spec/pathology.md, "The nine corruptions").
+    (Zhang et al., MICCAI 2022, arXiv:2206.14973).
     """
     hwc = as_hwc(image)
     if not isinstance(channel, str) or channel.lower() not in HSV_CHANNELS:
