@@ -1080,7 +1080,13 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
             }
         }
     }
-    auto prow = [&](ptrdiff_t yv) MMC_LAMBDA_INLINE { return padded + reflect101_index(yv, h) * lp; };
+    // Padded row of every row index the filter reads (reflect-101), by yv + reach.
+    const ptrdiff_t reach = plan.fh + 4;
+    std::vector<const uint8_t*> rows_at(static_cast<std::size_t>(h + 2 * reach));
+    for (ptrdiff_t yv = -reach; yv < h + reach; ++yv) {
+        rows_at[yv + reach] = padded + reflect101_index(yv, h) * lp;
+    }
+    auto prow = [&](ptrdiff_t yv) MMC_LAMBDA_INLINE { return rows_at[yv + reach]; };
     // Ring sums D_j(y', x) = sum over the ring's columns of p(y', x + dx), x in [-1, w], in a
     // ring buffer of 2 h_j + 2 rows per ring (row y' in slot y' mod (2 h_j + 2)).
     std::vector<std::uint16_t*> dbase(static_cast<std::size_t>(nr));
