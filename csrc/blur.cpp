@@ -593,19 +593,30 @@ void filter2d_impl(const uint8_t* src, uint8_t* dst, const Shape& s, const Filte
 // of a gray level at most and flips a truncation only when the exact result lies that close to
 // an integer.
 //
-// Evaluation, with integer sums throughout (exact):
-//   V_k(y', x)  sum over dy in [lo_k, hi_k] of p(y' + dy, x), one per distinct column run of the
-//               mask (the plan requires each mask column to be one vertical run), updated from
-//               row to row by adding the entering row and subtracting the leaving one (uint16);
-//   B(y', x)    sum over mask columns dx of V_k(dx)(y', x + dx): the disk sum (uint16; the plan
-//               requires 255 N <= 65535);
+// Evaluation, with integer sums throughout (exact; uint16 modulo 2^16 where the true sum is at
+// most 255 N <= 65535, which the plan requires):
+//   rings       the mask must be a disk in this sense: each row one run centred on the anchor
+//               column, the half widths symmetric in dy and non-increasing in |dy|. With the
+//               distinct half widths w_0 < ... < w_{m-1}, ring j is the columns
+//               w_{j-1} < |dx| <= w_j (w_{-1} = -1), which the disk covers on rows |dy| <= h_j;
+//   D_j(y', x)  sum of p(y', x + dx) over the columns of ring j (x in [-1, w]), kept in a ring
+//               buffer of 2 h_j + 2 rows;
+//   B(y', x)    sum over j and |dy| <= h_j of D_j(y' + dy, x): the disk sum, computed once and
+//               then updated from row to row by the entering and leaving row of every ring,
+//               B(y' + 1) = B(y') + sum_j D_j(y' + 1 + h_j) - D_j(y' - h_j) (2 m rows per row);
 //   E           the 4 edge neighbours of B, plus the taps of Me - Me_full;
 //   C           the 4 corner neighbours of B, plus the taps of Mk - Mk_full;
 // where Me_full, Mk_full are Me, Mk without the border of the kernel grid (no truncation, no
 // reflection): their differences are the few taps near the grid border (none unless the blurred
-// disk reaches it: radius >= 7 on the -8..8 grid). The result c (g1^2 B + g0 g1 E + g0^2 C),
-// in double, is truncated to [0, 255] as in the reference (x / 255 filtered, clipped, times 255,
+// disk reaches it: radius >= 7 on the -8..8 grid), in the split form (vertical part Ev at the
+// output row, horizontal part Eh at rows y - 1, y, y + 1), summed as int16 (at most 128 taps a
+// list). U = B(y - 1) + B(y + 1) + Ev is formed first, then E = U + B(y, x -+ 1) + Eh(y) and
+// C = U(x -+ 1) + Eh(y -+ 1). The result c g1^2 (B + rho (E + rho C)), rho = g0 / g1, in double,
+// is truncated to [0, 255] as in the reference (x / 255 filtered, clipped, times 255,
 // truncated; the division and product by 255 are not repeated: they move a result by an ulp).
+// Without the Gaussian (g0 negligible) the result is trunc(wc B), wc = sum(K) / N; when an
+// integer division floor((B + a) M / 2^s) - e reproduces it for every B in [0, 255 N] (checked
+// when planning) that form is used instead of the double product.
 
 // Hot loops are compiled for AVX-512 (x86-64-v4, 512-bit vectors), AVX2 and the baseline and
 // picked at run time. Every variant evaluates the same expressions in the same order without
