@@ -593,19 +593,30 @@ void filter2d_impl(const uint8_t* src, uint8_t* dst, const Shape& s, const Filte
 // of a gray level at most and flips a truncation only when the exact result lies that close to
 // an integer.
 //
-// Evaluation, with integer sums throughout (exact):
-//   V_k(y', x)  sum over dy in [lo_k, hi_k] of p(y' + dy, x), one per distinct column run of the
-//               mask (the plan requires each mask column to be one vertical run), updated from
-//               row to row by adding the entering row and subtracting the leaving one (uint16);
-//   B(y', x)    sum over mask columns dx of V_k(dx)(y', x + dx): the disk sum (uint16; the plan
-//               requires 255 N <= 65535);
+// Evaluation, with integer sums throughout (exact; uint16 modulo 2^16 where the true sum is at
+// most 255 N <= 65535, which the plan requires):
+//   rings       the mask must be a disk in this sense: each row one run centred on the anchor
+//               column, the half widths symmetric in dy and non-increasing in |dy|. With the
+//               distinct half widths w_0 < ... < w_{m-1}, ring j is the columns
+//               w_{j-1} < |dx| <= w_j (w_{-1} = -1), which the disk covers on rows |dy| <= h_j;
+//   D_j(y', x)  sum of p(y', x + dx) over the columns of ring j (x in [-1, w]), kept in a ring
+//               buffer of 2 h_j + 2 rows;
+//   B(y', x)    sum over j and |dy| <= h_j of D_j(y' + dy, x): the disk sum, computed once and
+//               then updated from row to row by the entering and leaving row of every ring,
+//               B(y' + 1) = B(y') + sum_j D_j(y' + 1 + h_j) - D_j(y' - h_j) (2 m rows per row);
 //   E           the 4 edge neighbours of B, plus the taps of Me - Me_full;
 //   C           the 4 corner neighbours of B, plus the taps of Mk - Mk_full;
 // where Me_full, Mk_full are Me, Mk without the border of the kernel grid (no truncation, no
 // reflection): their differences are the few taps near the grid border (none unless the blurred
-// disk reaches it: radius >= 7 on the -8..8 grid). The result c (g1^2 B + g0 g1 E + g0^2 C),
-// in double, is truncated to [0, 255] as in the reference (x / 255 filtered, clipped, times 255,
+// disk reaches it: radius >= 7 on the -8..8 grid), in the split form (vertical part Ev at the
+// output row, horizontal part Eh at rows y - 1, y, y + 1), summed as int16 (at most 128 taps a
+// list). U = B(y - 1) + B(y + 1) + Ev is formed first, then E = U + B(y, x -+ 1) + Eh(y) and
+// C = U(x -+ 1) + Eh(y -+ 1). The result c g1^2 (B + rho (E + rho C)), rho = g0 / g1, in double,
+// is truncated to [0, 255] as in the reference (x / 255 filtered, clipped, times 255,
 // truncated; the division and product by 255 are not repeated: they move a result by an ulp).
+// Without the Gaussian (g0 negligible) the result is trunc(wc B), wc = sum(K) / N; when an
+// integer division floor((B + a) M / 2^s) - e reproduces it for every B in [0, 255 N] (checked
+// when planning) that form is used instead of the double product.
 
 // Hot loops are compiled for AVX-512 (x86-64-v4, 512-bit vectors), AVX2 and the baseline and
 // picked at run time. Every variant evaluates the same expressions in the same order without
@@ -625,23 +636,29 @@ constexpr int kDiskTolExp = -18;  // model accepted if |K - model| <= 2^-18 max|
 // Taps (dy, dx) from the anchor, each listed |coefficient| times.
 using DiskTaps = std::vector<std::pair<ptrdiff_t, ptrdiff_t>>;
 
+// One ring of the disk: the columns dx with w_{j-1} < |dx| <= w_j (w_{-1} = -1), which the disk
+// covers on the rows |dy| <= h.
+struct DiskRing {
+    ptrdiff_t h = 0;
+    std::vector<ptrdiff_t> dx;
+};
+
 struct DiskPlan {
-    ptrdiff_t fh = 0, fw = 0;  // rows / columns of reflect-101 padding
-    ptrdiff_t mw2 = 0;         // mask half width
-    std::vector<std::pair<ptrdiff_t, ptrdiff_t>> runs;  // distinct column runs [lo, hi] (dy)
-    std::vector<ptrdiff_t> col_run;                     // per mask column: run index or -1
-    double wc = 0.0, we = 0.0, wk = 0.0;
-    bool gauss = false;                 // false: we and wk negligible, folded into wc
-    // Border corrections of E and C: taps added (pos) and subtracted (neg).
-    DiskTaps edge_pos, edge_neg, corner_pos, corner_neg;
-    // Split form of the same corrections (when it reproduces them): Me - Me_full = Ev + Eh, the
-    // parts from the vertical and the horizontal blur, and Mk - Mk_full = (Ev shifted by one
-    // column either way) + (Eh shifted by one row either way); fewer taps.
-    bool split = false;
+    ptrdiff_t fh = 0, fw = 0;     // rows / columns of reflect-101 padding
+    std::vector<DiskRing> rings;  // by increasing half width
+    double wc = 0.0;              // c g1^2 (Gaussian plans) or sum(K) / N
+    double rho = 0.0;             // g0 / g1
+    bool gauss = false;           // false: g0 negligible, folded into wc
+    // Integer form of the scaled store (Gaussian-free plans, when it reproduces it for every
+    // disk sum): out = clamp(((B + div_add) * div_mul >> div_shift) - div_sub, 0, 255).
+    bool div = false;
+    std::uint32_t div_add = 0, div_mul = 0, div_shift = 0, div_sub = 0;
+    // Border corrections in split form: Me - Me_full = Ev + Eh, the parts from the vertical and
+    // the horizontal blur, and Mk - Mk_full = (Ev shifted by one column either way) + (Eh
+    // shifted by one row either way); taps added (pos) and subtracted (neg).
     DiskTaps vert_pos, vert_neg, horz_pos, horz_neg;
     bool corrected() const {
-        return !(edge_pos.empty() && edge_neg.empty() && corner_pos.empty() &&
-                 corner_neg.empty());
+        return !(vert_pos.empty() && vert_neg.empty() && horz_pos.empty() && horz_neg.empty());
     }
 };
 
@@ -658,31 +675,91 @@ void disk_corrections(const std::vector<std::int32_t>& m, const std::vector<std:
     }
 }
 
+MMC_INLINE uint8_t disk_quantise(double acc) {
+    std::int32_t q = static_cast<std::int32_t>(acc);  // |acc| <= 255 * 1024 (gain check)
+    q = q < 0 ? 0 : (q > 255 ? 255 : q);
+    return static_cast<uint8_t>(q);
+}
+
+MMC_INLINE uint8_t disk_divide(std::uint32_t b, std::uint32_t add, std::uint32_t mul,
+                               std::uint32_t shift, std::uint32_t sub) {
+    const auto q = static_cast<std::int32_t>(((b + add) * mul) >> shift) -
+                   static_cast<std::int32_t>(sub);
+    return static_cast<uint8_t>(q < 0 ? 0 : (q > 255 ? 255 : q));
+}
+
+// The scaled store trunc(wc B) of a Gaussian-free plan is, for wc close to 1 / N, a division by
+// N: floor(B / N) when wc N >= 1 and ceil(B / N) - 1 when it is slightly below. Look for an
+// integer form floor((B + a) M / 2^s) - e (M = ceil(2^s / N), the usual division by a constant)
+// that reproduces disk_quantise(wc B) for every possible disk sum B in [0, 255 N]; keep the
+// double form otherwise.
+void disk_integer_store(DiskPlan& plan, std::int32_t n) {
+    const auto bmax = static_cast<std::uint32_t>(255 * n);
+    const auto nn = static_cast<std::uint32_t>(n);
+    for (const std::uint32_t sub : {0u, 1u}) {
+        const std::uint32_t add = sub == 0 ? 0 : nn - 1;
+        for (std::uint32_t shift = 16; shift < 32; ++shift) {
+            const std::uint64_t mul = ((std::uint64_t{1} << shift) + nn - 1) / nn;
+            if ((bmax + add) * mul >= (std::uint64_t{1} << 32)) break;
+            bool ok = true;
+            for (std::uint32_t b = 0; ok && b <= bmax; ++b) {
+                ok = disk_divide(b, add, static_cast<std::uint32_t>(mul), shift, sub) ==
+                     disk_quantise(plan.wc * static_cast<double>(b));
+            }
+            if (ok) {
+                plan.div = true;
+                plan.div_add = add;
+                plan.div_mul = static_cast<std::uint32_t>(mul);
+                plan.div_shift = shift;
+                plan.div_sub = sub;
+                return;
+            }
+        }
+    }
+}
+
 std::optional<DiskPlan> plan_disk(const double* k, ptrdiff_t kh, ptrdiff_t kw, const uint8_t* mask,
                                   ptrdiff_t mh, ptrdiff_t mw, const double* g, ptrdiff_t gl) {
     if (gl != 3 || g[0] != g[2] || !(g[0] >= 0.0) || !(g[1] > 0.0) || mh != kh || mw != kw) {
         return std::nullopt;
     }
+    if (kh < 2 || kw < 2) return std::nullopt;
     DiskPlan plan;
-    plan.mw2 = mw / 2;
+    // Row half widths (-1: empty row). The mask must be a disk in the sense used by the rings:
+    // every row empty or one run centred on the anchor column, widths symmetric in dy and
+    // non-increasing in |dy|.
+    const ptrdiff_t ry = mh / 2, rx = mw / 2;
+    std::vector<ptrdiff_t> width(static_cast<std::size_t>(mh), -1);
     std::int32_t n = 0;
-    plan.col_run.assign(static_cast<std::size_t>(mw), -1);
-    for (ptrdiff_t j = 0; j < mw; ++j) {
+    for (ptrdiff_t i = 0; i < mh; ++i) {
         ptrdiff_t first = -1, last = -1;
-        for (ptrdiff_t i = 0; i < mh; ++i) {
+        for (ptrdiff_t j = 0; j < mw; ++j) {
             if (!mask[i * mw + j]) continue;
-            if (first < 0) first = i;
-            if (last >= 0 && last != i - 1) return std::nullopt;  // not one vertical run
-            last = i;
+            if (first < 0) first = j;
+            if (last >= 0 && last != j - 1) return std::nullopt;  // not one run
+            last = j;
             ++n;
         }
         if (first < 0) continue;
-        const std::pair<ptrdiff_t, ptrdiff_t> run{first - mh / 2, last - mh / 2};
-        auto it = std::find(plan.runs.begin(), plan.runs.end(), run);
-        plan.col_run[j] = it - plan.runs.begin();
-        if (it == plan.runs.end()) plan.runs.push_back(run);
+        if (first + last != 2 * rx) return std::nullopt;  // not centred
+        width[i] = last - rx;
+    }
+    for (ptrdiff_t dy = 0; dy <= ry; ++dy) {
+        if (width[ry + dy] != width[ry - dy]) return std::nullopt;
+        if (dy > 0 && width[ry + dy] > width[ry + dy - 1]) return std::nullopt;
     }
     if (n == 0 || 255 * n > 65535) return std::nullopt;
+    for (ptrdiff_t dy = ry; dy >= 0; --dy) {  // widths in increasing order
+        const ptrdiff_t wj = width[ry + dy];
+        const ptrdiff_t prev = plan.rings.empty() ? -1 : plan.rings.back().dx.back();
+        if (wj < 0 || wj == prev) continue;
+        DiskRing ring;
+        ring.h = dy;
+        for (ptrdiff_t a = -wj; a <= wj; ++a) {
+            if (a > prev || a < -prev) ring.dx.push_back(a);
+        }
+        plan.rings.push_back(std::move(ring));
+    }
     // Frame: the kernel grid plus one tap on each side (where the full Gaussian spreads).
     plan.fh = kh / 2 + 1;
     plan.fw = kw / 2 + 1;
@@ -692,28 +769,22 @@ std::optional<DiskPlan> plan_disk(const double* k, ptrdiff_t kh, ptrdiff_t kw, c
     for (ptrdiff_t i = 0; i < kh; ++i) {
         for (ptrdiff_t j = 0; j < kw; ++j) d[at(i, j)] = mask[i * mw + j] ? 1 : 0;
     }
-    // J applied along rows (jv) or columns (jh) inside the grid [0, kh) x [0, kw), reflect-101.
-    const auto jv = [&](const std::vector<std::int32_t>& a) {
+    // J applied along columns (jv: neighbours above and below) or rows (jh: left and right)
+    // inside the grid [0, kh) x [0, kw), reflect-101 at its border (kh, kw >= 2).
+    const auto j_along = [&](const std::vector<std::int32_t>& a, bool vertical) {
         std::vector<std::int32_t> r(a.size(), 0);
+        const ptrdiff_t n_axis = vertical ? kh : kw;
         for (ptrdiff_t i = 0; i < kh; ++i) {
             for (ptrdiff_t j = 0; j < kw; ++j) {
-                const ptrdiff_t up = i == 0 ? 1 : i - 1, down = i == kh - 1 ? kh - 2 : i + 1;
-                if (kh > 1) r[at(i, j)] = a[at(up, j)] + a[at(down, j)];
+                const ptrdiff_t t = vertical ? i : j;
+                const ptrdiff_t lo = t == 0 ? 1 : t - 1, hi = t == n_axis - 1 ? n_axis - 2 : t + 1;
+                r[at(i, j)] = vertical ? a[at(lo, j)] + a[at(hi, j)] : a[at(i, lo)] + a[at(i, hi)];
             }
         }
         return r;
     };
-    const auto jh = [&](const std::vector<std::int32_t>& a) {
-        std::vector<std::int32_t> r(a.size(), 0);
-        for (ptrdiff_t i = 0; i < kh; ++i) {
-            for (ptrdiff_t j = 0; j < kw; ++j) {
-                const ptrdiff_t left = j == 0 ? 1 : j - 1, right = j == kw - 1 ? kw - 2 : j + 1;
-                if (kw > 1) r[at(i, j)] = a[at(i, left)] + a[at(i, right)];
-            }
-        }
-        return r;
-    };
-    if (kh < 2 || kw < 2) return std::nullopt;
+    const auto jv = [&](const std::vector<std::int32_t>& a) { return j_along(a, true); };
+    const auto jh = [&](const std::vector<std::int32_t>& a) { return j_along(a, false); };
     std::vector<std::int32_t> me = jv(d), mk = jh(jv(d));
     {
         const std::vector<std::int32_t> t = jh(d);
@@ -752,8 +823,7 @@ std::optional<DiskPlan> plan_disk(const double* k, ptrdiff_t kh, ptrdiff_t kw, c
             if (!(std::fabs(kv - c * model[i * fkw + j]) <= tol)) return std::nullopt;
         }
     }
-    disk_corrections(me, me_full, fkw, plan.fh, plan.fw, plan.edge_pos, plan.edge_neg);
-    disk_corrections(mk, mk_full, fkw, plan.fh, plan.fw, plan.corner_pos, plan.corner_neg);
+    bool split = true;  // the border corrections (if any) have the split form
     {
         // Ev = Jv D - (rows of D shifted up and down), Eh likewise along columns.
         std::vector<std::int32_t> ev = jv(d), eh = jh(d);
@@ -763,7 +833,7 @@ std::optional<DiskPlan> plan_disk(const double* k, ptrdiff_t kh, ptrdiff_t kw, c
         const auto val = [&](const std::vector<std::int32_t>& m, ptrdiff_t a, ptrdiff_t b) {
             return (a < 0 || a >= fkh || b < 0 || b >= fkw) ? 0 : m[a * fkw + b];
         };
-        bool ok = true;
+        bool& ok = split;
         for (ptrdiff_t i = 0; i < fkh; ++i) {
             for (ptrdiff_t j = 0; j < fkw; ++j) {
                 ev[i * fkw + j] -= dd(i - 1, j) + dd(i + 1, j);
@@ -792,35 +862,30 @@ std::optional<DiskPlan> plan_disk(const double* k, ptrdiff_t kh, ptrdiff_t kw, c
                              plan.vert_pos, plan.vert_neg);
             disk_corrections(eh, std::vector<std::int32_t>(eh.size(), 0), fkw, plan.fh, plan.fw,
                              plan.horz_pos, plan.horz_neg);
-            plan.split = true;
             for (const DiskTaps* taps :
                  {&plan.vert_pos, &plan.vert_neg, &plan.horz_pos, &plan.horz_neg}) {
-                if (taps->size() > 257) plan.split = false;
+                if (taps->size() > 128) split = false;  // int16 tap sums
             }
         }
     }
-    for (const DiskTaps* taps :
-         {&plan.edge_pos, &plan.edge_neg, &plan.corner_pos, &plan.corner_neg}) {
-        if (taps->size() > 257) return std::nullopt;  // uint16 tap sums
-    }
     plan.wc = c * g11;
-    plan.we = c * g01;
-    plan.wk = c * g00;
+    plan.rho = g[0] / g[1];
     // Neighbour weights that move no result by more than 2^-40 of a gray level are folded into
     // the centre weight (alias sigma 0.1 leaves g0 ~ 2e-22).
     double reach = 0.0;
     for (std::size_t p = 0; p < d.size(); ++p) {
-        reach += std::abs(me[p]) * std::fabs(plan.we) + std::abs(mk[p]) * std::fabs(plan.wk);
+        reach += std::abs(me[p]) * std::fabs(c * g01) + std::abs(mk[p]) * std::fabs(c * g00);
     }
     plan.gauss = !(reach * 255.0 < std::ldexp(1.0, -40));
+    if (plan.gauss && !split) return std::nullopt;
     if (!plan.gauss) {
         plan.wc = k_sum / static_cast<double>(n);
-        plan.we = plan.wk = 0.0;
-        plan.edge_pos.clear();
-        plan.edge_neg.clear();
-        plan.corner_pos.clear();
-        plan.corner_neg.clear();
-        plan.split = false;
+        plan.rho = 0.0;
+        plan.vert_pos.clear();
+        plan.vert_neg.clear();
+        plan.horz_pos.clear();
+        plan.horz_neg.clear();
+        disk_integer_store(plan, n);
     }
     return plan;
 }
@@ -828,8 +893,8 @@ std::optional<DiskPlan> plan_disk(const double* k, ptrdiff_t kh, ptrdiff_t kw, c
 // Scratch buffers reused by the calls of one thread (no allocation per call once warm).
 struct DiskScratch {
     std::vector<uint8_t> padded;
-    std::vector<std::uint16_t> v, b16, corr;
-    std::vector<std::int32_t> b32, hs, ev, eh;
+    std::vector<std::uint16_t> d, b, corr;
+    std::vector<std::int32_t> u;
 };
 
 template <class T>
@@ -838,30 +903,16 @@ T* sized(std::vector<T>& v, ptrdiff_t n) {
     return v.data();
 }
 
-// v[i] += a[i] - b[i] (uint16, exact: v stays in [0, 255 * run length])
-MMC_INLINE void disk_slide(std::uint16_t* __restrict v, const uint8_t* __restrict a,
-                           const uint8_t* __restrict b, ptrdiff_t n) {
-    for (ptrdiff_t i = 0; i < n; ++i) v[i] = static_cast<std::uint16_t>(v[i] + (a[i] - b[i]));
-}
-
-// out[i] (+)= sum of K source rows (uint16, exact by the plan's bounds).
+// out[i] (+)= sum of K source rows, modulo 2^16 (exact: the plan bounds every true sum by 65535).
 template <int K, class S>
 MMC_INLINE void disk_sum_pass(std::uint16_t* __restrict out, const S* const* src, ptrdiff_t n,
                               bool first) {
     const S* p[K];
     for (int k = 0; k < K; ++k) p[k] = src[k];
-    if (first) {
-        for (ptrdiff_t i = 0; i < n; ++i) {
-            int t = 0;
-            for (int k = 0; k < K; ++k) t += p[k][i];
-            out[i] = static_cast<std::uint16_t>(t);
-        }
-    } else {
-        for (ptrdiff_t i = 0; i < n; ++i) {
-            int t = out[i];
-            for (int k = 0; k < K; ++k) t += p[k][i];
-            out[i] = static_cast<std::uint16_t>(t);
-        }
+    for (ptrdiff_t i = 0; i < n; ++i) {
+        std::uint16_t t = first ? std::uint16_t{0} : out[i];
+        for (int k = 0; k < K; ++k) t = static_cast<std::uint16_t>(t + p[k][i]);
+        out[i] = t;
     }
 }
 
@@ -886,88 +937,128 @@ MMC_INLINE void disk_sum(std::uint16_t* __restrict out, const S* const* src, ptr
     }
 }
 
-// b32[i] = b16[i + c]; hs[i] = b16[i] + b16[i + 2c]: a disk-sum row and its horizontal pairs.
-MMC_INLINE void disk_split(std::int32_t* __restrict b32, std::int32_t* __restrict hs,
-                           const std::uint16_t* __restrict b16, ptrdiff_t c, ptrdiff_t n) {
+// out[i] = in[i] + sum_k (enter[k][i] - leave[k][i]) modulo 2^16, K pairs of rows; in place
+// (in ignored) when InPlace. Every pointer is restrict-qualified: with more than ~10 possibly
+// aliasing streams GCC would not vectorise the loop.
+template <int K, bool InPlace>
+MMC_INLINE void disk_update_pass(std::uint16_t* __restrict out, const std::uint16_t* __restrict in,
+                                 const std::uint16_t* const* enter,
+                                 const std::uint16_t* const* leave, ptrdiff_t n) {
+    const std::uint16_t* __restrict e[K];
+    const std::uint16_t* __restrict l[K];
+    for (int k = 0; k < K; ++k) {
+        e[k] = enter[k];
+        l[k] = leave[k];
+    }
     for (ptrdiff_t i = 0; i < n; ++i) {
-        b32[i] = b16[i + c];
-        hs[i] = static_cast<std::int32_t>(b16[i]) + b16[i + 2 * c];
+        std::uint16_t t = InPlace ? out[i] : in[i];
+        for (int k = 0; k < K; ++k) t = static_cast<std::uint16_t>(t + (e[k][i] - l[k][i]));
+        out[i] = t;
     }
 }
 
-MMC_INLINE void disk_widen(std::int32_t* __restrict b32, const std::uint16_t* __restrict b16,
-                           ptrdiff_t n) {
-    for (ptrdiff_t i = 0; i < n; ++i) b32[i] = b16[i];
-}
-
-MMC_INLINE uint8_t disk_quantise(double acc) {
-    std::int32_t q = static_cast<std::int32_t>(acc);  // |acc| <= 255 * 1024 (gain check)
-    q = q < 0 ? 0 : (q > 255 ? 255 : q);
-    return static_cast<uint8_t>(q);
-}
-
-MMC_INLINE void disk_store_gauss(uint8_t* __restrict out, const std::int32_t* __restrict b0,
-                                 const std::int32_t* __restrict b1,
-                                 const std::int32_t* __restrict b2,
-                                 const std::int32_t* __restrict h0,
-                                 const std::int32_t* __restrict h1,
-                                 const std::int32_t* __restrict h2, double wc, double we,
-                                 double wk, ptrdiff_t n) {
-    for (ptrdiff_t i = 0; i < n; ++i) {
-        const std::int32_t e = h1[i] + (b0[i] + b2[i]);
-        const std::int32_t k = h0[i] + h2[i];
-        const double acc = (wc * static_cast<double>(b1[i]) + we * static_cast<double>(e)) +
-                           wk * static_cast<double>(k);
-        out[i] = disk_quantise(acc);
+template <bool InPlace>
+MMC_INLINE void disk_update_chunk(std::uint16_t* out, const std::uint16_t* in,
+                                  const std::uint16_t* const* e, const std::uint16_t* const* l,
+                                  ptrdiff_t count, ptrdiff_t n) {
+    switch (count) {
+        case 1: disk_update_pass<1, InPlace>(out, in, e, l, n); break;
+        case 2: disk_update_pass<2, InPlace>(out, in, e, l, n); break;
+        case 3: disk_update_pass<3, InPlace>(out, in, e, l, n); break;
+        default: disk_update_pass<4, InPlace>(out, in, e, l, n); break;
     }
 }
 
-MMC_INLINE void disk_store_gauss_corr(uint8_t* __restrict out, const std::int32_t* __restrict b0,
-                                      const std::int32_t* __restrict b1,
-                                      const std::int32_t* __restrict b2,
-                                      const std::int32_t* __restrict h0,
-                                      const std::int32_t* __restrict h1,
-                                      const std::int32_t* __restrict h2,
-                                      const std::uint16_t* __restrict ep,
-                                      const std::uint16_t* __restrict en,
-                                      const std::uint16_t* __restrict kp,
-                                      const std::uint16_t* __restrict kn, double wc, double we,
-                                      double wk, ptrdiff_t n) {
-    for (ptrdiff_t i = 0; i < n; ++i) {
-        const std::int32_t e = (h1[i] + (b0[i] + b2[i])) + (static_cast<std::int32_t>(ep[i]) - en[i]);
-        const std::int32_t k = (h0[i] + h2[i]) + (static_cast<std::int32_t>(kp[i]) - kn[i]);
-        const double acc = (wc * static_cast<double>(b1[i]) + we * static_cast<double>(e)) +
-                           wk * static_cast<double>(k);
-        out[i] = disk_quantise(acc);
+// B(y + 1) in out from B(y) in in (a different row) and `count` pairs, up to 4 per pass.
+MMC_INLINE void disk_update(std::uint16_t* out, const std::uint16_t* in,
+                            const std::uint16_t* const* enter, const std::uint16_t* const* leave,
+                            ptrdiff_t count, ptrdiff_t n) {
+    if (count == 0) {
+        std::copy(in, in + n, out);
+        return;
+    }
+    disk_update_chunk<false>(out, in, enter, leave, std::min<ptrdiff_t>(count, 4), n);
+    for (ptrdiff_t r = 4; r < count; r += 4) {
+        disk_update_chunk<true>(out, nullptr, enter + r, leave + r,
+                                std::min<ptrdiff_t>(count - r, 4), n);
     }
 }
 
-// E and C corrected by the split border terms: ev (x in [-1, w], signed) at this row, eh at rows
-// y-1, y, y+1.
-MMC_INLINE void disk_store_gauss_split(uint8_t* __restrict out, const std::int32_t* __restrict b0,
-                                       const std::int32_t* __restrict b1,
-                                       const std::int32_t* __restrict b2,
-                                       const std::int32_t* __restrict h0,
-                                       const std::int32_t* __restrict h1,
-                                       const std::int32_t* __restrict h2,
-                                       const std::int32_t* __restrict ev,
-                                       const std::int32_t* __restrict e0,
-                                       const std::int32_t* __restrict e1,
-                                       const std::int32_t* __restrict e2, ptrdiff_t c, double wc,
-                                       double we, double wk, ptrdiff_t n) {
+// out[i] -= sum of K source rows, modulo 2^16.
+template <int K>
+MMC_INLINE void disk_sub_pass(std::uint16_t* __restrict out, const uint8_t* const* src,
+                              ptrdiff_t n) {
+    const uint8_t* p[K];
+    for (int k = 0; k < K; ++k) p[k] = src[k];
     for (ptrdiff_t i = 0; i < n; ++i) {
-        const std::int32_t e = (h1[i] + (b0[i] + b2[i])) + (ev[i + c] + e1[i]);
-        const std::int32_t k = (h0[i] + h2[i]) + ((ev[i] + ev[i + 2 * c]) + (e0[i] + e2[i]));
-        const double acc = (wc * static_cast<double>(b1[i]) + we * static_cast<double>(e)) +
-                           wk * static_cast<double>(k);
-        out[i] = disk_quantise(acc);
+        std::uint16_t t = out[i];
+        for (int k = 0; k < K; ++k) t = static_cast<std::uint16_t>(t - p[k][i]);
+        out[i] = t;
     }
 }
 
-// out[i] = pos[i] - neg[i]
-MMC_INLINE void disk_signed(std::int32_t* __restrict out, const std::uint16_t* __restrict pos,
-                            const std::uint16_t* __restrict neg, ptrdiff_t n) {
-    for (ptrdiff_t i = 0; i < n; ++i) out[i] = static_cast<std::int32_t>(pos[i]) - neg[i];
+// out = sum of pos rows - sum of neg rows, modulo 2^16: a signed sum read as int16 (exact: the
+// plan keeps both lists at most 128 taps, |sum| <= 32640).
+MMC_INLINE void disk_signed_sum(std::uint16_t* __restrict out, const uint8_t* const* pos,
+                                ptrdiff_t npos, const uint8_t* const* neg, ptrdiff_t nneg,
+                                ptrdiff_t n) {
+    disk_sum(out, pos, npos, n);
+    for (ptrdiff_t r = 0; r < nneg; r += 4) {
+        switch (std::min<ptrdiff_t>(nneg - r, 4)) {
+            case 1: disk_sub_pass<1>(out, neg + r, n); break;
+            case 2: disk_sub_pass<2>(out, neg + r, n); break;
+            case 3: disk_sub_pass<3>(out, neg + r, n); break;
+            default: disk_sub_pass<4>(out, neg + r, n); break;
+        }
+    }
+}
+
+MMC_INLINE std::int32_t disk_s16(std::uint16_t v) {
+    return static_cast<std::int16_t>(v);
+}
+
+// Vertical neighbours of the disk sums (and the vertical border corrections):
+// u[i] = B0[i] + B2[i] [+ ev[i]], over x in [-1, w].
+template <bool Corr>
+MMC_INLINE void disk_vertical(std::int32_t* __restrict u, const std::uint16_t* __restrict b0,
+                              const std::uint16_t* __restrict b2,
+                              const std::uint16_t* __restrict ev, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; ++i) {
+        std::int32_t t = static_cast<std::int32_t>(b0[i]) + b2[i];
+        if constexpr (Corr) t += disk_s16(ev[i]);
+        u[i] = t;
+    }
+}
+
+// The 3 x 3 Gaussian of the disk sums and the output row:
+//   E = U(x) + B1(x - 1) + B1(x + 1) [+ Eh(y)],  C = U(x - 1) + U(x + 1) [+ Eh(y - 1) + Eh(y + 1)],
+//   out = trunc(wc (B1 + rho (E + rho C))) clipped to [0, 255];
+// b1 and u start at x = -1, eh0..eh2 at x = 0.
+template <bool Corr>
+MMC_INLINE void disk_store_gauss(uint8_t* __restrict out, const std::uint16_t* __restrict b1,
+                                 const std::int32_t* __restrict u,
+                                 const std::uint16_t* __restrict eh0,
+                                 const std::uint16_t* __restrict eh1,
+                                 const std::uint16_t* __restrict eh2, ptrdiff_t c, double wc,
+                                 double rho, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; ++i) {
+        std::int32_t e = u[i + c] + (static_cast<std::int32_t>(b1[i]) + b1[i + 2 * c]);
+        std::int32_t k = u[i] + u[i + 2 * c];
+        if constexpr (Corr) {
+            e += disk_s16(eh1[i]);
+            k += disk_s16(eh0[i]) + disk_s16(eh2[i]);
+        }
+        const double acc = static_cast<double>(b1[i + c]) +
+                           rho * (static_cast<double>(e) + rho * static_cast<double>(k));
+        out[i] = disk_quantise(wc * acc);
+    }
+}
+
+MMC_INLINE void disk_store_divided(uint8_t* __restrict out, const std::uint16_t* __restrict b,
+                                   const DiskPlan& plan, ptrdiff_t n) {
+    const std::uint32_t add = plan.div_add, mul = plan.div_mul, shift = plan.div_shift,
+                        sub = plan.div_sub;
+    for (ptrdiff_t i = 0; i < n; ++i) out[i] = disk_divide(b[i], add, mul, shift, sub);
 }
 
 MMC_INLINE void disk_store_scaled(uint8_t* __restrict out, const std::uint16_t* __restrict b,
@@ -981,15 +1072,8 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
     const ptrdiff_t c = s.c, w = s.w, h = s.h, row = s.row();
     const ptrdiff_t lp = (w + 2 * plan.fw) * c;  // padded row
     const ptrdiff_t lb = (w + 2) * c;            // disk-sum row, x in [-1, w]
-    const auto nr = static_cast<ptrdiff_t>(plan.runs.size());
+    const auto nr = static_cast<ptrdiff_t>(plan.rings.size());
     uint8_t* padded = sized(scratch.padded, h * lp);
-    std::uint16_t* v = sized(scratch.v, nr * lp);
-    std::uint16_t* b16 = sized(scratch.b16, lb);
-    std::uint16_t* corr = sized(scratch.corr, 4 * lb);
-    std::int32_t* evr = sized(scratch.ev, lb);
-    std::int32_t* ehr = sized(scratch.eh, 3 * row);
-    std::int32_t* b32 = sized(scratch.b32, 3 * row);
-    std::int32_t* hs = sized(scratch.hs, 3 * row);
     // Reflect-101 padding: source pixel of every padded column, then one copy per row.
     {
         const ptrdiff_t wp = w + 2 * plan.fw;
@@ -1007,109 +1091,119 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
             }
         }
     }
-    auto prow = [&](ptrdiff_t yv) MMC_LAMBDA_INLINE { return padded + reflect101_index(yv, h) * lp; };
-    std::vector<const std::uint16_t*> cols;
-    for (ptrdiff_t j = 0; j < static_cast<ptrdiff_t>(plan.col_run.size()); ++j) {
-        if (plan.col_run[j] >= 0) {
-            cols.push_back(v + plan.col_run[j] * lp + (plan.fw - 1 + j - plan.mw2) * c);
+    // Padded row of every row index the filter reads (reflect-101), by yv + reach.
+    const ptrdiff_t reach = plan.fh + 4;
+    std::vector<const uint8_t*> rows_at(static_cast<std::size_t>(h + 2 * reach));
+    for (ptrdiff_t yv = -reach; yv < h + reach; ++yv) {
+        rows_at[yv + reach] = padded + reflect101_index(yv, h) * lp;
+    }
+    auto prow = [&](ptrdiff_t yv) MMC_LAMBDA_INLINE { return rows_at[yv + reach]; };
+    // Ring sums D_j(y', x) = sum over the ring's columns of p(y', x + dx), x in [-1, w], in a
+    // ring buffer of 2 h_j + 2 rows per ring (row y' in slot y' mod (2 h_j + 2)).
+    std::vector<std::uint16_t*> dbase(static_cast<std::size_t>(nr));
+    {
+        ptrdiff_t rows = 0;
+        for (const DiskRing& ring : plan.rings) rows += 2 * ring.h + 2;
+        std::uint16_t* d = sized(scratch.d, rows * lb);
+        for (ptrdiff_t j = 0; j < nr; ++j) {
+            dbase[j] = d;
+            d += (2 * plan.rings[j].h + 2) * lb;
         }
     }
-    const auto ncols = static_cast<ptrdiff_t>(cols.size());
-    const bool gauss = plan.gauss;
-    // Disk sums of row yb (x in [-1, w]) into b16, then (Gaussian plans) into ring slot
-    // (yb + 3) % 3 of b32 / hs.
-    const ptrdiff_t y_first = gauss ? -1 : 0;
-    auto disk_row = [&](ptrdiff_t yb) MMC_LAMBDA_INLINE {
-        if (yb == y_first) {
-            for (ptrdiff_t k = 0; k < nr; ++k) {
-                std::uint16_t* vk = v + k * lp;
-                std::fill(vk, vk + lp, std::uint16_t{0});
-                for (ptrdiff_t dy = plan.runs[k].first; dy <= plan.runs[k].second; ++dy) {
-                    const uint8_t* p = prow(yb + dy);
-                    for (ptrdiff_t i = 0; i < lp; ++i) {
-                        vk[i] = static_cast<std::uint16_t>(vk[i] + p[i]);
-                    }
-                }
-            }
-        } else {
-            for (ptrdiff_t k = 0; k < nr; ++k) {
-                disk_slide(v + k * lp, prow(yb + plan.runs[k].second),
-                           prow(yb - 1 + plan.runs[k].first), lp);
-            }
-        }
-        disk_sum(b16, cols.data(), ncols, lb);
-        if (gauss) {
-            const ptrdiff_t slot = ((yb + 3) % 3) * row;
-            disk_split(b32 + slot, hs + slot, b16, c, row);
-        }
+    auto drow = [&](ptrdiff_t j, ptrdiff_t yv) MMC_LAMBDA_INLINE {
+        const ptrdiff_t slots = 2 * plan.rings[j].h + 2;
+        ptrdiff_t slot = yv % slots;
+        if (slot < 0) slot += slots;
+        return dbase[j] + slot * lb;
     };
-    const bool corrected = plan.corrected();
     std::vector<const uint8_t*> taps;
-    // Sum of the pixels under `list` at output row y into out (zeros for an empty list).
-    auto correction = [&](ptrdiff_t y, const DiskTaps& list,
-                          std::uint16_t* out) MMC_LAMBDA_INLINE {
+    auto make_ring_row = [&](ptrdiff_t j, ptrdiff_t yv) MMC_LAMBDA_INLINE {
         taps.clear();
-        for (const auto& [dy, dx] : list) taps.push_back(prow(y + dy) + (plan.fw + dx) * c);
-        disk_sum(out, taps.data(), static_cast<ptrdiff_t>(taps.size()), row);
+        const uint8_t* p = prow(yv) + (plan.fw - 1) * c;
+        for (const ptrdiff_t dx : plan.rings[j].dx) taps.push_back(p + dx * c);
+        disk_sum(drow(j, yv), taps.data(), static_cast<ptrdiff_t>(taps.size()), lb);
     };
-    // Signed sum of the taps pos - neg at output row y, over x in [x0, x0 + n / c).
-    auto signed_taps = [&](ptrdiff_t y, const DiskTaps& pos, const DiskTaps& neg, ptrdiff_t x0,
-                           ptrdiff_t n, std::int32_t* out) MMC_LAMBDA_INLINE {
-        const DiskTaps* lists[2] = {&pos, &neg};
-        for (int s2 = 0; s2 < 2; ++s2) {
-            taps.clear();
-            for (const auto& [dy, dx] : *lists[s2]) {
-                taps.push_back(prow(y + dy) + (plan.fw + dx + x0) * c);
-            }
-            if (!taps.empty() || s2 == 0) {
-                disk_sum(corr + s2 * lb, taps.data(), static_cast<ptrdiff_t>(taps.size()), n);
+    // Disk sums B(y', x) = sum_j sum_{|dy| <= h_j} D_j(y' + dy, x), updated in place from row to
+    // row by the entering and leaving rows of every ring (modulo 2^16, exact).
+    // First row of disk sums: slot 0 of the two rows of Gaussian-free plans, slot of row -1 in
+    // the three of Gaussian plans.
+    const bool gauss = plan.gauss;
+    std::uint16_t* b = sized(scratch.b, 3 * lb) + (gauss ? 2 * lb : 0);
+    const ptrdiff_t y_first = gauss ? -1 : 0;
+    {
+        std::vector<const std::uint16_t*> rows;
+        for (ptrdiff_t j = 0; j < nr; ++j) {
+            for (ptrdiff_t dy = -plan.rings[j].h; dy <= plan.rings[j].h; ++dy) {
+                make_ring_row(j, y_first + dy);
+                rows.push_back(drow(j, y_first + dy));
             }
         }
-        if (neg.empty()) {
-            disk_widen(out, corr, n);
-        } else {
-            disk_signed(out, corr, corr + lb, n);
-        }
-    };
-    const bool split = corrected && plan.split;
-    auto horz_row = [&](ptrdiff_t y) MMC_LAMBDA_INLINE {
-        signed_taps(y, plan.horz_pos, plan.horz_neg, 0, row, ehr + ((y + 3) % 3) * row);
-    };
-    if (split) {
-        horz_row(-1);
-        horz_row(0);
+        disk_sum(b, rows.data(), static_cast<ptrdiff_t>(rows.size()), lb);
     }
-    if (gauss) disk_row(-1);
-    disk_row(0);  // the first row computed initialises the running sums
-    for (ptrdiff_t y = 0; y < h; ++y) {
-        uint8_t* out = dst + y * row;
-        if (!gauss) {
-            disk_store_scaled(out, b16 + c, plan.wc, row);
-            if (y + 1 < h) disk_row(y + 1);
-            continue;
+    std::vector<const std::uint16_t*> enter(static_cast<std::size_t>(nr)), leave(enter);
+    // B(y) in `from` -> B(y + 1) in `to` (may be the same row).
+    auto advance = [&](ptrdiff_t y, const std::uint16_t* from, std::uint16_t* to) MMC_LAMBDA_INLINE {
+        for (ptrdiff_t j = 0; j < nr; ++j) {
+            const ptrdiff_t hj = plan.rings[j].h;
+            make_ring_row(j, y + 1 + hj);
+            enter[j] = drow(j, y + 1 + hj);
+            leave[j] = drow(j, y - hj);
         }
-        disk_row(y + 1);
-        const std::int32_t* b0 = b32 + ((y + 2) % 3) * row;
-        const std::int32_t* b1 = b32 + (y % 3) * row;
-        const std::int32_t* b2 = b32 + ((y + 1) % 3) * row;
-        const std::int32_t* h0 = hs + ((y + 2) % 3) * row;
-        const std::int32_t* h1 = hs + (y % 3) * row;
-        const std::int32_t* h2 = hs + ((y + 1) % 3) * row;
+        disk_update(to, from, enter.data(), leave.data(), nr, lb);
+    };
+    if (!gauss) {
+        for (ptrdiff_t y = 0; y < h; ++y) {
+            std::uint16_t* by = scratch.b.data() + (y % 2) * lb;  // B(y), B(y - 1) alternate
+            if (y > 0) advance(y - 1, scratch.b.data() + ((y - 1) % 2) * lb, by);
+            if (plan.div) {
+                disk_store_divided(dst + y * row, by + c, plan, row);
+            } else {
+                disk_store_scaled(dst + y * row, by + c, plan.wc, row);
+            }
+        }
+        return;
+    }
+    // Gaussian plans: disk sums of rows y - 1, y, y + 1 (row yv in slot (yv + 3) % 3), their
+    // horizontal border corrections Eh (x in [0, w)), the vertical ones Ev of the output row.
+    std::uint16_t* bring = scratch.b.data();
+    auto brow = [&](ptrdiff_t yv) MMC_LAMBDA_INLINE { return bring + ((yv + 3) % 3) * lb; };
+    const bool split = plan.corrected();
+    std::uint16_t* ehring = sized(scratch.corr, 3 * row + lb);
+    std::uint16_t* ev = ehring + 3 * row;
+    auto ehrow = [&](ptrdiff_t yv) MMC_LAMBDA_INLINE { return ehring + ((yv + 3) % 3) * row; };
+    std::vector<const uint8_t*> neg_taps;
+    // Signed sum of the taps pos - neg around row y, over x in [x0, x0 + n / c).
+    auto signed_taps = [&](ptrdiff_t y, const DiskTaps& pos, const DiskTaps& neg, ptrdiff_t x0,
+                           ptrdiff_t n, std::uint16_t* out) MMC_LAMBDA_INLINE {
+        taps.clear();
+        neg_taps.clear();
+        for (const auto& [dy, dx] : pos) taps.push_back(prow(y + dy) + (plan.fw + dx + x0) * c);
+        for (const auto& [dy, dx] : neg) {
+            neg_taps.push_back(prow(y + dy) + (plan.fw + dx + x0) * c);
+        }
+        disk_signed_sum(out, taps.data(), static_cast<ptrdiff_t>(taps.size()), neg_taps.data(),
+                        static_cast<ptrdiff_t>(neg_taps.size()), n);
+    };
+    auto horz_row = [&](ptrdiff_t yv) MMC_LAMBDA_INLINE {
+        if (split) signed_taps(yv, plan.horz_pos, plan.horz_neg, 0, row, ehrow(yv));
+    };
+    std::int32_t* u = sized(scratch.u, lb);
+    horz_row(-1);
+    advance(-1, brow(-1), brow(0));
+    horz_row(0);
+    for (ptrdiff_t y = 0; y < h; ++y) {
+        advance(y, brow(y), brow(y + 1));
+        horz_row(y + 1);
+        uint8_t* out = dst + y * row;
         if (split) {
-            horz_row(y + 1);
-            signed_taps(y, plan.vert_pos, plan.vert_neg, -1, lb, evr);
-            disk_store_gauss_split(out, b0, b1, b2, h0, h1, h2, evr, ehr + ((y + 2) % 3) * row,
-                                   ehr + (y % 3) * row, ehr + ((y + 1) % 3) * row, c, plan.wc,
-                                   plan.we, plan.wk, row);
-        } else if (corrected) {
-            correction(y, plan.edge_pos, corr);
-            correction(y, plan.edge_neg, corr + row);
-            correction(y, plan.corner_pos, corr + 2 * row);
-            correction(y, plan.corner_neg, corr + 3 * row);
-            disk_store_gauss_corr(out, b0, b1, b2, h0, h1, h2, corr, corr + row, corr + 2 * row,
-                                  corr + 3 * row, plan.wc, plan.we, plan.wk, row);
+            signed_taps(y, plan.vert_pos, plan.vert_neg, -1, lb, ev);
+            disk_vertical<true>(u, brow(y - 1), brow(y + 1), ev, lb);
+            disk_store_gauss<true>(out, brow(y), u, ehrow(y - 1), ehrow(y), ehrow(y + 1), c,
+                                   plan.wc, plan.rho, row);
         } else {
-            disk_store_gauss(out, b0, b1, b2, h0, h1, h2, plan.wc, plan.we, plan.wk, row);
+            disk_vertical<false>(u, brow(y - 1), brow(y + 1), ev, lb);
+            disk_store_gauss<false>(out, brow(y), u, ehrow(y - 1), ehrow(y), ehrow(y + 1), c,
+                                    plan.wc, plan.rho, row);
         }
     }
 }

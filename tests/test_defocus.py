@@ -1,8 +1,9 @@
 """Defocus blur: the fast disk path of ``_native.filter2d`` and the reference kernel's construction.
 
-The filtering is checked against a float64 direct-correlation oracle written here (OpenCV
-``filter2D`` semantics: correlation with the anchor at the kernel centre, BORDER_REFLECT_101,
-then ``trunc(clip(x / 255, 0, 1) * 255)``, as the reference ``DefocusBlur`` does). The kernel's
+The filtering is checked against the float64 direct-correlation oracle of
+``tests/test_native.py`` (OpenCV ``filter2D`` semantics: correlation with the anchor at the kernel
+centre, BORDER_REFLECT_101, then ``trunc(clip(x / 255, 0, 1) * 255)``, as the reference
+``DefocusBlur`` does). The kernel's
 float32 arithmetic (OpenCV ``GaussianBlur``) is checked against exact rational arithmetic; its
 agreement with the real reference is in the golden-file tests.
 """
@@ -18,6 +19,7 @@ import medmnistc_fast as mf
 from medmnistc_fast import _native
 from medmnistc_fast.corruptions import blur
 from medmnistc_fast.registry import TABLES
+from tests.test_native import filter2d_oracle as oracle  # trunc(clip(filter2D(img / 255)) * 255)
 
 # Every (radius, alias sigma) of the MedMNIST-C defocus tables, plus radii on both sides of the
 # grid border (7, 8), non-integer radii and sigmas outside the tables.
@@ -26,30 +28,6 @@ TABLE_PARAMS = sorted({tuple(map(float, p)) for d in mf.DATASETS
 EXTRA_PARAMS = [(6.5, 0.35), (7.5, 0.25), (3.3, 0.8), (8.0, 0.1), (7.0, 0.05), (8.0, 1.5),
                 (0.3, 0.2), (4.7, 0.45)]
 SHAPES = [(8, 8, 1), (8, 8, 3), (9, 23, 3), (31, 12, 1), (64, 96, 3), (96, 64, 1)]
-
-
-def reflect101(i, n):
-    """OpenCV BORDER_REFLECT_101 index (mirrored again for offsets beyond the image)."""
-    if n == 1:
-        return np.zeros_like(i)
-    period = 2 * (n - 1)
-    i = np.mod(i, period)
-    return np.where(i < n, i, period - i)
-
-
-def oracle(img, kernel):
-    """trunc(clip(filter2D(img / 255, kernel), 0, 1) * 255), summed tap by tap in float64."""
-    h, w, _ = img.shape
-    kh, kw = kernel.shape
-    x = img.astype(np.float64) / 255.0
-    rows = reflect101(np.arange(-(kh // 2), h + kh // 2), h)
-    cols = reflect101(np.arange(-(kw // 2), w + kw // 2), w)
-    padded = x[rows][:, cols]
-    acc = np.zeros(img.shape)
-    for i in range(kh):
-        for j in range(kw):
-            acc += float(kernel[i, j]) * padded[i:i + h, j:j + w]
-    return (np.clip(acc, 0.0, 1.0) * 255.0).astype(np.uint8)
 
 
 def natural(shape, seed):

@@ -201,8 +201,8 @@ def _defocus_kernel(image, *, radius, alias_sigma, scale=1.0):
     radius, alias_sigma, scale = float(radius), float(alias_sigma), float(scale)
     if scale == 1.0:
         # The reference's kernel, with the disk and the Gaussian it was made from: the C++ side
-        # evaluates it as integer disk sums (running column sums, then the disk's columns) and
-        # their 3x3 Gaussian from integer neighbour sums, within one gray level (see
+        # evaluates it as integer disk sums (row sums over the disk's rings, updated from row to
+        # row) and their 3x3 Gaussian from integer neighbour sums, within one gray level (see
         # _native.filter2d); other kernels take the general plans.
         kernel, mask, gauss = _defocus_parts(radius, alias_sigma)
         return _native.filter2d(image, kernel, mask, gauss)
