@@ -4,7 +4,8 @@ Invoked by ``bench_corruptions.py`` as a subprocess:
 ``REF_PYTHON benchmarks/_reference_harness.py IN.npz OUT.json REPEATS``. ``IN.npz`` holds
 ``rgb`` (N, 224, 224, 3) and ``gray`` (N, 224, 224) uint8 arrays. The per-image pipeline is the
 reference's DatasetManager: ``Image.fromarray(img).convert('RGB')`` -> ``apply(img, level - 1)``
--> ``convert('L')`` for gray datasets -> ``np.array``. One thread for every library.
+-> ``convert('L')`` for gray datasets -> ``np.array``. One thread for every library. An
+untimed warm-up call per level comes before the timed passes of each pair.
 """
 import json
 import os
@@ -39,6 +40,8 @@ def main():
         imgs = data["rgb"] if DATASET_RGB[dataset] else data["gray"]
         for corruption, corruptor in table.items():
             corruptor.rng = numpy.random.default_rng(0)  # ImpulseNoise needs it
+            for level in range(5):  # untimed warm-up, as ours has
+                out = corruptor.apply(Image.fromarray(imgs[0]).convert("RGB"), level)
             times = []
             for _ in range(repeats):
                 t0 = time.perf_counter()

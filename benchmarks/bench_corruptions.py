@@ -3,11 +3,14 @@
 Method (see benchmarks/README.md): two real images of each kind (medmnistc_fast.sample); for
 each (dataset, corruption) pair, a warm-up call per level (its time, which includes Numba's
 JIT compile or cache load, is reported apart), then REPEATS timed passes over the five levels
-and both images; the statistic is the median over passes of the mean seconds per image, with
-the min-max spread. Ours runs single-image ``corrupt`` calls (pinned seed), the reference runs
+and both images. Ours runs single-image ``corrupt`` calls (pinned seed), the reference runs
 its DatasetManager per-image pipeline in its own venv (``--reference-python``), on the same
-images, in a subprocess of this same run. Also measured: ``corrupt_batch`` throughput at 28 px
-(1 and 2 threads, 1,000 images) for every pair.
+images, in a subprocess of this same run. The passes alternate: one pass of ours over every
+pair, then one pass of the reference (after its own untimed warm-up call per level), REPEATS
+times, so that a change of machine speed during the run (this is a shared VM) hits both sides
+alike. Statistic: the median over passes of the mean seconds per image, with the min-max spread;
+the speed-up is the median over passes of the per-pass ratio. Also measured: ``corrupt_batch``
+throughput at 28 px (1 and 2 threads, 1,000 images) for every pair.
 
 Usage::
 
@@ -36,15 +39,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 
-def time_ours(images: dict, repeats: int) -> dict:
+def time_ours(images: dict, repeats: int, warm_up: bool = True) -> dict:
     out = {}
     for dataset in mf.DATASETS:
         imgs = images["rgb"] if mf.registry.RGB[dataset] else images["gray"]
         for corruption in mf.corruptions(dataset):
-            t0 = time.perf_counter()
-            for level in range(1, 6):
-                mf.corrupt(imgs[0], corruption, level, dataset=dataset, seed=0)
-            warm = time.perf_counter() - t0
+            warm = None
+            if warm_up:
+                t0 = time.perf_counter()
+                for level in range(1, 6):
+                    mf.corrupt(imgs[0], corruption, level, dataset=dataset, seed=0)
+                warm = time.perf_counter() - t0
             passes = []
             for _ in range(repeats):
                 t0 = time.perf_counter()
@@ -103,8 +108,9 @@ def markdown(result: dict) -> str:
              f"Commit {result['meta']['commit']}, {result['meta']['date']}, "
              f"{result['meta']['machine']}, medmnistc_fast {result['meta']['version']}; "
              f"reference: {result['meta'].get('reference_versions', 'not run')}.",
-             f"Median over {result['meta']['repeats']} passes of ms per image (5 levels x 2 real "
-             "images); spread = min-max over passes. Warm-up (JIT compile or cache load) apart.",
+             f"Median over {result['meta']['repeats']} alternating passes (ours, reference) of ms "
+             "per image (5 levels x 2 real images); spread = min-max over passes; speed-up = "
+             "median of the per-pass ratios. Warm-up (JIT compile or cache load) apart.",
              "", "| dataset | corruption | ours ms (spread) | reference ms (spread) | speed-up | "
              "28 px img/s 1 thread | 2 threads | 2-thread speed-up | warm-up s |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -151,18 +157,22 @@ def main(argv=None):
     args = ap.parse_args(argv)
     mf.set_num_threads(1)
     images = {"rgb": sample_images(2, 224, rgb=True), "gray": sample_images(2, 224, rgb=False)}
-    ours = time_ours(images, args.repeats)
-    ref = time_reference(args.reference_python, images, args.repeats) if args.reference_python \
-        else None
+    ours = time_ours(images, 0)  # warm-up calls only (timed apart)
+    ours_passes, ref_passes, ref = [], [], None
+    for _ in range(args.repeats):
+        ours_passes.append(time_ours(images, 1, warm_up=False))
+        if args.reference_python:
+            ref = time_reference(args.reference_python, images, 1)
+            ref_passes.append(ref["seconds_per_image"])
     pairs = {}
     for key, row in ours.items():
-        o = row["seconds_per_image"]
+        o = [p[key]["seconds_per_image"][0] for p in ours_passes]
         entry = {"ours_ms": [1e3 * statistics.median(o), 1e3 * min(o), 1e3 * max(o)],
                  "warmup_s": row["warmup_s"]}
-        if ref:
-            r = ref["seconds_per_image"][key]
+        if ref_passes:
+            r = [p[key][0] for p in ref_passes]
             entry["reference_ms"] = [1e3 * statistics.median(r), 1e3 * min(r), 1e3 * max(r)]
-            entry["speedup"] = statistics.median(r) / statistics.median(o)
+            entry["speedup"] = statistics.median(a / b for a, b in zip(r, o))
         pairs[key] = entry
     result = {
         "meta": {"commit": git_commit(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
