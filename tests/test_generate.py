@@ -108,6 +108,22 @@ def test_workers_and_chunks_byte_identical(root, reference, tmp_path):
     assert tree(tmp_path) == tree(out)
 
 
+def test_pool_chunk_path_byte_identical(root, reference, tmp_path):
+    """Fewer files than two per worker: the pool splits files into chunks that workers pwrite
+    and the parent hashes (the other pool path writes whole files per worker)."""
+    out, _ = reference
+    few = mf.corruptions(RGB_DS)[:3]
+    res = generate(RGB_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=2, chunk_size=7,
+                   corruptions=",".join(few))
+    assert res[0]["written"] == list(few)
+    ref = read_json(os.path.join(output_dir(out, RGB_DS), "manifest.json"))["files"]
+    got = read_json(os.path.join(output_dir(tmp_path, RGB_DS), "manifest.json"))["files"]
+    for c in few:
+        assert got[c]["sha256"] == ref[c]["sha256"]
+        with open(os.path.join(output_dir(tmp_path, RGB_DS), f"{c}.npz"), "rb") as f:
+            assert hashlib.sha256(f.read()).hexdigest() == ref[c]["sha256"]
+
+
 def test_dask_local_cluster_byte_identical(root, reference, tmp_path):
     distributed = pytest.importorskip("dask.distributed",
                                       reason="dask[distributed] not installed (test extra)")
