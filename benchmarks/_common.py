@@ -1,5 +1,6 @@
 """Pieces shared by the benchmark scripts (run as ``python benchmarks/NAME.py``)."""
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -28,3 +29,25 @@ def git_commit() -> str:
                               capture_output=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+
+
+def add_output_args(ap: argparse.ArgumentParser, name: str) -> None:
+    """``--json`` / ``--md`` (default ``results_{name}.json`` / ``RESULTS_{name}.md`` beside the
+    scripts) and ``--render-only``."""
+    ap.add_argument("--json", default=os.path.join(HERE, f"results_{name}.json"))
+    ap.add_argument("--md", default=os.path.join(HERE, f"RESULTS_{name}.md"))
+    ap.add_argument("--render-only", action="store_true",
+                    help="rewrite the markdown from an existing --json, measuring nothing")
+
+
+def render_only(args, markdown) -> bool:
+    """With ``--render-only``: rewrite ``args.md`` as ``markdown(json of args.json)``, print it
+    and return True; otherwise return False."""
+    if not args.render_only:
+        return False
+    with open(args.json) as f:
+        md = markdown(json.load(f))
+    with open(args.md, "w") as f:
+        f.write(md)
+    print(md)
+    return True

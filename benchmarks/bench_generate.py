@@ -51,7 +51,7 @@ import numpy as np
 import medmnistc_fast as mf
 from medmnistc_fast._npz import NpzWriter, deflate_segments
 from medmnistc_fast.sample import N_LABELS, sample_images
-from _common import add_reference_arg, git_commit
+from _common import add_output_args, add_reference_arg, git_commit, render_only
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SIZE = 224
@@ -306,18 +306,9 @@ def main(argv=None):
     ap.add_argument("--tmpdir", default=None, help="where inputs and outputs go (a real disk)")
     ap.add_argument("--tmpfs", default="/dev/shm",
                     help="a RAM file system for the compute-bound runs ('' to skip)")
-    ap.add_argument("--json", default=os.path.join(HERE, "results_generate.json"))
-    ap.add_argument("--md", default=os.path.join(HERE, "RESULTS_generate.md"))
-    ap.add_argument("--render", action="store_true",
-                    help="only rewrite the markdown from the existing --json file")
+    add_output_args(ap, "generate")
     args = ap.parse_args(argv)
-    if args.render:
-        with open(args.json) as f:
-            result = json.load(f)
-        md = markdown(result)
-        with open(args.md, "w") as f:
-            f.write(md)
-        print(md)
+    if render_only(args, markdown):
         return
 
     tmp = tempfile.mkdtemp(prefix="bench_generate_", dir=args.tmpdir)

@@ -44,7 +44,7 @@ import medmnistc_fast as mf
 from medmnistc_fast import registry
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import git_commit  # noqa: E402
+from _common import add_output_args, git_commit, render_only  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PCAM_VAL = 32768
@@ -215,16 +215,9 @@ def main(argv=None) -> None:
     ap.add_argument("--batch96", type=int, default=512)
     ap.add_argument("--batch224", type=int, default=64)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--json", default=os.path.join(HERE, "results_pathology.json"))
-    ap.add_argument("--md", default=os.path.join(HERE, "RESULTS_pathology.md"))
-    ap.add_argument("--render-only", action="store_true",
-                    help="rewrite the markdown from an existing --json, measuring nothing")
+    add_output_args(ap, "pathology")
     args = ap.parse_args(argv)
-    if args.render_only:
-        with open(args.json) as f:
-            res = json.load(f)
-        with open(args.md, "w") as f:
-            f.write(markdown(res))
+    if render_only(args, markdown):
         return
 
     import numba

@@ -1378,10 +1378,7 @@ class _DatasetRun:
                 for fut in done:
                     job, labels = pending.pop(fut)
                     sha, nbytes = fut.result()
-                    os.replace(job.tmp, job.final)
-                    _fsync_dir(self.dir)
-                    self.files[job.corruption] = self.npz_entry(job, sha, nbytes, labels)
-                    self.write_manifest()
+                    self.commit_job(job, self.npz_entry(job, sha, nbytes, labels), None)
                     bar.update(job.rows)
                     bar.set_postfix_str(job.corruption, refresh=False)
         except BaseException:
@@ -1392,7 +1389,11 @@ class _DatasetRun:
             raise
 
     def commit_job(self, job, entry, f) -> None:
-        """fsync, rename into place, record in the manifest (one background thread, in order)."""
+        """fsync, rename into place, record in the manifest.
+
+        ``f``: the open ``.npz`` file, fsynced and closed here; None for a zarr store (fsynced
+        here) or a file a pool worker already wrote and fsynced.
+        """
         try:
             if f is not None:
                 os.fsync(f.fileno())
@@ -1400,7 +1401,8 @@ class _DatasetRun:
                 f = None
                 os.replace(job.tmp, job.final)
             else:
-                _fsync_tree(job.tmp)
+                if os.path.isdir(job.tmp):
+                    _fsync_tree(job.tmp)
                 if os.path.exists(job.final):
                     _remove(job.final)
                 os.replace(job.tmp, job.final)

@@ -691,6 +691,14 @@ def _word_mask(pixels, glyphs, codes, k0, count, first):  # pragma: no cover - c
 
 
 @numba.njit(**NJIT)
+def _placed_word(pixels, glyphs, codes, k0, first, count, x, y):  # pragma: no cover - compiled
+    """:func:`_word_mask` of the word starting at code ``k0`` and the image column and row of
+    its mask's top-left corner, for a pen start ``x`` and baseline row ``y``."""
+    word, x_lo, y_lo = _word_mask(pixels, glyphs, codes, k0, count, first)
+    return word, x + x_lo, y + y_lo
+
+
+@numba.njit(**NJIT)
 def _blend255(v, ink, m):  # pragma: no cover - compiled
     """Pillow's ink through a mask: ``DIV255(v * (255 - m) + ink * m)`` (uint32 in, uint32 out)."""
     t = v * (np.uint32(255) - m) + ink * m + np.uint32(128)
@@ -712,10 +720,8 @@ def _draw_words(out, pixels, glyphs, codes, firsts, lengths, x, y, colors):  # p
     height, width, channels = out.shape
     k0 = 0
     for w in range(lengths.shape[0]):
-        word, x_lo, y_lo = _word_mask(pixels, glyphs, codes, k0, lengths[w], firsts[w])
+        word, x0, y0 = _placed_word(pixels, glyphs, codes, k0, firsts[w], lengths[w], x[w], y[w])
         k0 += lengths[w]
-        x0 = x[w] + x_lo
-        y0 = y[w] + y_lo
         for i in range(max(0, -y0), min(word.shape[0], height - y0)):
             for j in range(max(0, -x0), min(word.shape[1], width - x0)):
                 m = word[i, j]
@@ -740,10 +746,8 @@ def _draw_words_gray(out, pixels, glyphs, codes, firsts, lengths, x, y, colors):
     rgb = np.empty((height, width, 3), np.uint8)
     k0 = 0
     for w in range(lengths.shape[0]):
-        word, x_lo, y_lo = _word_mask(pixels, glyphs, codes, k0, lengths[w], firsts[w])
+        word, x0, y0 = _placed_word(pixels, glyphs, codes, k0, firsts[w], lengths[w], x[w], y[w])
         k0 += lengths[w]
-        x0 = x[w] + x_lo
-        y0 = y[w] + y_lo
         for i in range(max(0, -y0), min(word.shape[0], height - y0)):
             row = y0 + i
             for j in range(max(0, -x0), min(word.shape[1], width - x0)):
