@@ -768,6 +768,17 @@ def _init_worker() -> None:  # pragma: no cover - runs in worker processes
         pass
 
 
+def _warm_worker(calls) -> None:  # pragma: no cover - runs in worker processes
+    """Load the kernels (Numba caches, tables) of ``calls``, (dataset, corruption, shape)
+    triples, by corrupting a blank image of ``shape`` at level 1: a worker's first task then
+    does not pay for it. Best effort: a failure here is left for the real task to report."""
+    for dataset, corruption, shape in calls:
+        try:
+            corrupt(np.zeros(shape, np.uint8), corruption, 1, dataset=dataset)
+        except Exception:  # noqa: BLE001 - the task itself raises it, with its context
+            pass
+
+
 def _compute(task: _Task, *images):
     """Corrupt the rows of ``task``; returns ``(payload, crc32, raw bytes, digests)``.
 
@@ -886,15 +897,38 @@ class _PoolRunner:
     # Workers pwrite stored npz chunks straight into the (local) temporary file.
     direct_write = hasattr(os, "pwrite")
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, warm=()):
+        """Start ``workers`` processes now, in a background thread.
+
+        They start (and load the kernels of ``warm``, see :func:`_warm_worker`) while this
+        process goes on checking and unpacking the input, instead of after it. With the fork
+        server, workers fork from a server that imported this module once, rather than each
+        importing NumPy, Numba and the package (about 0.4 s each).
+        """
         import multiprocessing as mp
+        import threading
         from concurrent.futures import ProcessPoolExecutor
 
         method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-        self._ex = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method),
+        ctx = mp.get_context(method)
+        if method == "forkserver":
+            ctx.set_forkserver_preload(["__main__", __name__])  # no effect once it runs
+        self._ex = ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
                                        initializer=_init_worker)
         self.capacity = 2 * workers + 1
         self.whole_files = workers
+        self._starter = threading.Thread(target=self._start, args=(workers, tuple(warm)),
+                                         name="medmnistc_fast-pool-start", daemon=True)
+        self._starter.start()
+
+    def _start(self, workers: int, warm: tuple) -> None:
+        # One warm-up call per worker: each submit made while the others are still starting
+        # spawns a process (ProcessPoolExecutor spawns on demand).
+        for _ in range(workers):
+            try:
+                self._ex.submit(_warm_worker, warm)
+            except RuntimeError:  # shut down meanwhile (an error or Ctrl-C in the parent)
+                return
 
     def submit(self, task, images):
         return self._ex.submit(_compute, task, *images)
@@ -903,6 +937,7 @@ class _PoolRunner:
         return self._ex.submit(fn, *args)
 
     def close(self, cancel=False):
+        self._starter.join()
         if cancel:
             # Interrupted: stop the workers now rather than after their current task (a whole
             # file can take minutes); what they were writing is a temporary file, removed here
@@ -1274,6 +1309,12 @@ class _DatasetRun:
                                  f"{inp.split}_images" if self.fmt == "zarr" else None,
                                  job.tmp if direct else None,
                                  job.state.get("data_start", 0) + r0 * per if direct else 0)
+
+    def warm_calls(self) -> list:
+        """(dataset, corruption, shape) of this run's jobs on a 16 px image, for
+        :func:`_warm_worker`."""
+        shape = (16, 16) + tuple(self.inp.image_shape[2:])
+        return [(self.inp.dataset, job.corruption, shape) for job in self.jobs]
 
     def labels_for(self, job) -> np.ndarray:
         lab = self.inp.labels
@@ -1662,11 +1703,11 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     results = []
     runner = None
 
-    def get_runner():
+    def get_runner(warm=()):
         nonlocal runner
         if runner is None:
             runner = (_DaskRunner(scheduler) if scheduler is not None
-                      else _LocalRunner() if workers == 1 else _PoolRunner(workers))
+                      else _LocalRunner() if workers == 1 else _PoolRunner(workers, warm))
         return runner
 
     try:
@@ -1677,6 +1718,9 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
                 removed = _clean_temps(run.dir)
                 run.plan()
                 if run.jobs:
+                    if scheduler is None and workers > 1:
+                        # Workers start while the input is unpacked (below).
+                        get_runner(run.warm_calls())
                     run.prepare_source(get_runner)  # unpacks / decodes (and checks) the input
             except BaseException:
                 if run.spool is not None:
