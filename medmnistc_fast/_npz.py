@@ -43,8 +43,19 @@ from functools import lru_cache
 
 import numpy as np
 
+try:
+    # ISA-L (python-isal) through its zlib-compatible interface: the same CRC-32 values and
+    # the same inflated bytes as zlib (tested against it); its CRC-32 is about ten times and
+    # its inflate about twice as fast, which matters when every output byte of a run is
+    # checksummed and a whole input split is unpacked before the workers can start.
+    from isal import isal_zlib as _zlib_fast
+except ImportError:  # pragma: no cover - platforms without an isal wheel
+    _zlib_fast = zlib
+
+crc32 = _zlib_fast.crc32
+
 __all__ = ["NpzWriter", "MemberInfo", "inspect_npz", "read_member_array", "copy_member_data",
-           "npy_header_bytes", "deflate_segments", "crc32_combine", "DEFLATE_LEVEL"]
+           "npy_header_bytes", "deflate_segments", "crc32_combine", "crc32", "DEFLATE_LEVEL"]
 
 #: zlib level of compressed members (level 1: the fastest; see generate.py for measurements).
 DEFLATE_LEVEL = 1
@@ -207,7 +218,7 @@ class NpzWriter:
         self._out(fname)
         self._out(extra)
         if compress:
-            self.write_deflated(_deflate_one(header), zlib.crc32(header), len(header))
+            self.write_deflated(_deflate_one(header), crc32(header), len(header))
         else:
             self.write(header)
 
@@ -218,9 +229,9 @@ class NpzWriter:
         if mv.ndim != 1 or mv.format != "B":
             mv = mv.cast("B")
         if cur["method"] == zipfile.ZIP_DEFLATED:
-            self.write_deflated(_deflate_one(mv), zlib.crc32(mv), mv.nbytes)
+            self.write_deflated(_deflate_one(mv), crc32(mv), mv.nbytes)
             return
-        cur["crc"] = zlib.crc32(mv, cur["crc"])
+        cur["crc"] = crc32(mv, cur["crc"])
         cur["raw"] += mv.nbytes
         cur["comp"] += mv.nbytes
         self._out(mv)
@@ -388,6 +399,16 @@ def _read_npy_header(fp):
     return tuple(int(s) for s in shape), bool(fortran), np.dtype(dtype)
 
 
+def _member_start(raw, zi: zipfile.ZipInfo, path: str) -> int:
+    """Absolute offset of member ``zi``'s (stored or deflated) bytes, from its local header."""
+    raw.seek(zi.header_offset)
+    local = raw.read(30)
+    if len(local) != 30 or local[:4] != b"PK\x03\x04":
+        raise ValueError(f"{path}: bad local header for {zi.filename}")
+    n_name, n_extra = struct.unpack("<2H", local[26:30])
+    return zi.header_offset + 30 + n_name + n_extra
+
+
 def inspect_npz(path) -> dict:
     """The ``.npy`` members of the archive at ``path``, keyed by array name.
 
@@ -431,12 +452,7 @@ def inspect_npz(path) -> dict:
                                  f"({exc})") from None
             data_offset = None
             if zi.compress_type == zipfile.ZIP_STORED:
-                raw.seek(zi.header_offset)
-                local = raw.read(30)
-                if len(local) != 30 or local[:4] != b"PK\x03\x04":
-                    raise ValueError(f"{path}: bad local header for {zi.filename}")
-                n_name, n_extra = struct.unpack("<2H", local[26:30])
-                data_offset = zi.header_offset + 30 + n_name + n_extra + header_len
+                data_offset = _member_start(raw, zi, path) + header_len
             info = MemberInfo(name, shape, dtype, fortran, zi.compress_type != 0, header_len,
                               data_offset, zi.file_size, zi)
             if not dtype.hasobject and zi.file_size != header_len + info.nbytes:
@@ -461,25 +477,53 @@ def read_member_array(path, info: MemberInfo) -> np.ndarray:
     return np.lib.format.read_array(io.BytesIO(data), allow_pickle=False)
 
 
-def copy_member_data(path, info: MemberInfo, dst, block: int = 16 << 20) -> None:
-    """Stream the array bytes of member ``info`` (decompressing) into binary file ``dst``.
+def copy_member_data(path, info: MemberInfo, dst, block: int = 4 << 20) -> None:
+    """Stream the array bytes of member ``info`` (inflating a deflated one) into ``dst``.
 
-    The zip CRC-32 is verified at the end. Raises ValueError on a damaged member.
+    Reads ``block`` compressed bytes at a time and never holds more than ``block`` inflated
+    bytes beyond them. The member's size and zip CRC-32 are verified at the end.
+
+    Raises
+    ------
+    ValueError
+        A damaged member: bad local header, corrupt deflate data, wrong size or CRC-32.
     """
-    n = 0
-    with zipfile.ZipFile(os.fspath(path)) as zf:
+    path = os.fspath(path)
+    zi = info.zinfo
+    damaged = f"{path}: member {zi.filename} is damaged"
+    inflater = (_zlib_fast.decompressobj(-15) if zi.compress_type == zipfile.ZIP_DEFLATED
+                else None)
+    crc, n, skip = 0, 0, info.header_len  # the .npy header is checksummed but not copied
+
+    def emit(b) -> None:
+        nonlocal crc, n, skip
+        crc = crc32(b, crc)
+        n += len(b)
+        if skip >= len(b):
+            skip -= len(b)
+            return
+        dst.write(memoryview(b)[skip:])
+        skip = 0
+
+    with open(path, "rb") as f:
+        f.seek(_member_start(f, zi, path))
+        left = zi.compress_size
         try:
-            with zf.open(info.zinfo) as fp:
-                fp.read(info.header_len)
-                while True:
-                    b = fp.read(block)
-                    if not b:
-                        break
-                    dst.write(b)
-                    n += len(b)
-        except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
-            raise ValueError(f"{os.fspath(path)}: member {info.zinfo.filename} is damaged "
-                             f"({exc})") from None
-    if n != info.nbytes:
-        raise ValueError(f"{os.fspath(path)}: member {info.zinfo.filename} holds {n} data bytes; "
-                         f"expected {info.nbytes}")
+            while left > 0:
+                b = f.read(min(block, left))
+                if not b:
+                    raise ValueError(f"{damaged} (the file ends inside it: truncated)")
+                left -= len(b)
+                if inflater is None:
+                    emit(b)
+                    continue
+                while b:
+                    emit(inflater.decompress(b, block))
+                    b = inflater.unconsumed_tail
+            if inflater is not None:
+                emit(inflater.flush())
+        except _zlib_fast.error as exc:
+            raise ValueError(f"{damaged} ({exc})") from None
+    if n != zi.file_size or crc != zi.CRC:
+        raise ValueError(f"{damaged}: {n} bytes with CRC-32 {crc:08x}; the archive says "
+                         f"{zi.file_size} bytes, {zi.CRC:08x}")

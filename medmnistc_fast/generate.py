@@ -97,14 +97,14 @@ import secrets
 import shutil
 import signal
 import struct
-import zlib
 from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import registry
-from ._npz import NpzWriter, copy_member_data, deflate_segments, inspect_npz, read_member_array
+from ._npz import (NpzWriter, copy_member_data, crc32, deflate_segments, inspect_npz,
+                   read_member_array)
 from ._version import __version__
 from ._validation import check_dataset
 from .api import corrupt, corrupt_batch, severity_table
@@ -728,7 +728,7 @@ def _hash_input(inp: _Input, progress: bool) -> None:
             if crc_lo is not None:
                 lo, hi = max(crc_lo, pos), min(crc_hi, pos + len(b))
                 if lo < hi:
-                    crc = zlib.crc32(memoryview(b)[lo - pos:hi - pos], crc)
+                    crc = crc32(memoryview(b)[lo - pos:hi - pos], crc)
             pos += len(b)
             bar.update(len(b))
     if crc_lo is not None and crc != m.zinfo.CRC:
@@ -801,7 +801,7 @@ def _compute(task: _Task, *images):
                            for row in out)
         return None, 0, out.nbytes, digests
     view = memoryview(out).cast("B")
-    crc = zlib.crc32(view)
+    crc = crc32(view)
     if task.out_path is not None:
         fd = os.open(task.out_path, os.O_WRONLY)
         try:

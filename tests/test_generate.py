@@ -371,6 +371,48 @@ def test_crc32_combine():
         assert _npz.crc32_combine(zlib.crc32(a), zlib.crc32(b), n2) == zlib.crc32(a + b)
 
 
+def test_crc32_is_zlibs():
+    # _npz.crc32 may be ISA-L's: it must give zlib's values, with and without a start value.
+    rng = np.random.default_rng(2)
+    for n in (0, 1, 15, 16, 63, 64, 65, 1000, 1 << 16, 3 * (1 << 20) + 7):
+        b = rng.bytes(n)
+        start = int(rng.integers(0, 2**32))
+        assert _npz.crc32(b) == zlib.crc32(b)
+        assert _npz.crc32(b, start) == zlib.crc32(b, start)
+        assert _npz.crc32(memoryview(b)[n // 3:], start) == zlib.crc32(b[n // 3:], start)
+
+
+@pytest.mark.parametrize("compressed", [True, False])
+def test_copy_member_data(tmp_path, compressed):
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 256, (40, 64, 64), dtype=np.uint8)
+    x[::3] = 7                                   # compressible rows too
+    path = str(tmp_path / "a.npz")
+    (np.savez_compressed if compressed else np.savez)(path, test_images=x, other=x[:2])
+    m = _npz.inspect_npz(path)["test_images"]
+    for block in (1 << 10, 1 << 20):             # many reads, and one read of the whole member
+        out = io.BytesIO()
+        _npz.copy_member_data(path, m, out, block=block)
+        assert out.getvalue() == x.tobytes()
+    if not compressed:
+        return
+    # A flipped byte in the deflate stream: corrupt data or a CRC-32 mismatch, both reported.
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    start = _npz._member_start(io.BytesIO(data), m.zinfo, path)
+    bad = bytearray(data)
+    bad[start + m.zinfo.compress_size // 2] ^= 0x55
+    with open(path, "wb") as f:
+        f.write(bad)
+    with pytest.raises(ValueError, match="test_images.npy is damaged"):
+        _npz.copy_member_data(path, m, io.BytesIO())
+    # The file cut inside the member's data.
+    with open(path, "wb") as f:
+        f.write(data[: start + m.zinfo.compress_size // 2])
+    with pytest.raises(ValueError, match="truncated"):
+        _npz.copy_member_data(path, m, io.BytesIO())
+
+
 @pytest.mark.parametrize("compress", [False, True])
 def test_npz_writer_streaming(tmp_path, compress):
     rng = np.random.default_rng(1)
