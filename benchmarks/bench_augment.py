@@ -16,6 +16,10 @@ MagickWand thread limits 1, ``torch.set_num_threads(1)``, ``cv2.setNumThreads(1)
 ``medmnistc_fast.set_num_threads(1)``). Where the reference raises (stain_deposit and
 characters at 28 px: empty random ranges) or returns a wrong shape, the harness counts it and
 returns the input unchanged (which flatters the reference's rate); the rates are reported.
+A third run per configuration passes the images through unchanged (a transform returning its
+input, in our venv): the pipeline's own ceiling, which bounds the speed-up any transform can show
+(at 224 px gray, collation and the worker-to-parent transfer cost as much as the reference's
+transform).
 
 Usage::
 
@@ -51,7 +55,13 @@ BATCH = 32
 # Side: runs in the venv of one implementation (no medmnistc_fast import at module level)
 # ---------------------------------------------------------------------------------------------
 
+def _identity(img):
+    return img
+
+
 def _make_transform(impl: str, flag: str):
+    if impl == "none":  # the DataLoader pipeline alone: its ceiling for any transform
+        return _identity
     if impl == "ours":
         import medmnistc_fast as mf
         from medmnistc_fast.augment import AugMedMNISTC
@@ -120,7 +130,7 @@ def run_side(impl: str, src: str, dst: str, repeats: int, configs) -> None:
         images = data[f"{'gray' if flag == 'chestmnist' else 'rgb'}{size}"]
         torch.manual_seed(0)
         t_setup = time.perf_counter()
-        ds = _AugDataset(images, _make_transform(impl, flag), catch=impl != "ours")
+        ds = _AugDataset(images, _make_transform(impl, flag), catch=impl == "reference")
         loader = DataLoader(ds, batch_size=BATCH, num_workers=workers,
                             persistent_workers=workers > 0)
         setup = time.perf_counter() - t_setup
@@ -143,7 +153,7 @@ def run_side(impl: str, src: str, dst: str, repeats: int, configs) -> None:
 
     versions = {"numpy": np.__version__, "torch": torch.__version__, "pillow": PIL.__version__,
                 "python": platform.python_version()}
-    if impl == "ours":
+    if impl in ("ours", "none"):
         import medmnistc_fast as mf
 
         versions["medmnistc_fast"] = mf.__version__
@@ -181,16 +191,24 @@ def markdown(result: dict) -> str:
              "(input returned instead).", "",
              "Transform CPU ms/img: mean thread CPU time of one transform call plus "
              "`np.asarray` inside `__getitem__` (insensitive to other load on the machine).",
+             "No transform: the same DataLoader with a transform that returns the image, the "
+             "ceiling of any transform's rate in this pipeline (collation, worker-to-parent "
+             "transfer); ceiling / ref. is the largest speed-up any transform could show.",
              "",
              "| dataset | px | workers | ours img/s (spread) | reference img/s (spread) | "
-             "speed-up | transform CPU ms/img ours / ref. (ratio) | ref. failures | "
+             "speed-up | no transform img/s (ceiling / ref.) | "
+             "transform CPU ms/img ours / ref. (ratio) | ref. failures | "
              "warm-up s ours / ref. |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for key, row in result["rows"].items():
         flag, size, workers = key.split("/")
         o = row["ours"]
         r = row.get("reference")
         ours = f"{o[0]:.0f} ({o[1]:.0f}-{o[2]:.0f})"
+        nt = row.get("no_transform")
+        ceiling = f"{nt[0]:.0f}" if nt else "-"
+        if nt and r:
+            ceiling += f" ({row['ceiling_speedup']:.1f}x)"
         if r:
             ref = f"{r[0]:.0f} ({r[1]:.0f}-{r[2]:.0f})"
             ratio = f"{row['speedup']:.1f}x"
@@ -202,8 +220,8 @@ def markdown(result: dict) -> str:
             ref = ratio = fails = "-"
             cpu = f"{row['ours_cpu_ms']:.3f} / -"
             warm = f"{row['ours_warmup_s']:.2f} / -"
-        lines.append(f"| {flag} | {size} | {workers} | {ours} | {ref} | {ratio} | {cpu} | "
-                     f"{fails} | {warm} |")
+        lines.append(f"| {flag} | {size} | {workers} | {ours} | {ref} | {ratio} | {ceiling} | "
+                     f"{cpu} | {fails} | {warm} |")
     for field, label in (("speedup", "DataLoader images/s"),
                          ("cpu_speedup", "transform CPU time")):
         by_size = {}
@@ -225,7 +243,7 @@ def main(argv=None):
     ap.add_argument("--n224", type=int, default=384, help="images at 224 px")
     ap.add_argument("--out", default=os.path.join(HERE, "results_augment.json"))
     ap.add_argument("--markdown", default=os.path.join(HERE, "RESULTS_augment.md"))
-    ap.add_argument("--side", choices=("ours", "reference"), help=argparse.SUPPRESS)
+    ap.add_argument("--side", choices=("ours", "reference", "none"), help=argparse.SUPPRESS)
     ap.add_argument("--src", help=argparse.SUPPRESS)
     ap.add_argument("--dst", help=argparse.SUPPRESS)
     ap.add_argument("--config", action="append", help=argparse.SUPPRESS)
@@ -245,12 +263,14 @@ def main(argv=None):
                          for kind in ("rgb", "gray") for size in SIZES})
         # One subprocess per (side, configuration), the two sides alternating, so that drifts
         # in machine load hit both alike.
-        ours = {"results": {}}
+        ours, none = {"results": {}}, {"results": {}}
         ref = {"results": {}} if args.reference_python else None
         for config in (f"{d}/{s}/{w}" for d in DATASETS for s in SIZES for w in WORKERS):
             o = _spawn(sys.executable, "ours", src, args.repeats, tmp, config)
             ours["versions"] = o["versions"]
             ours["results"].update(o["results"])
+            none["results"].update(
+                _spawn(sys.executable, "none", src, args.repeats, tmp, config)["results"])
             if ref is not None:
                 r = _spawn(args.reference_python, "reference", src, args.repeats, tmp, config)
                 ref["versions"] = r["versions"]
@@ -259,7 +279,9 @@ def main(argv=None):
     rows = {}
     for key, o in ours["results"].items():
         oi = o["images_per_s"]
+        ni = none["results"][key]["images_per_s"]
         row = {"ours": [statistics.median(oi), min(oi), max(oi)],
+               "no_transform": [statistics.median(ni), min(ni), max(ni)],
                "ours_warmup_s": o["warmup_epoch_s"], "n_images": o["n_images"],
                "ours_cpu_ms": o["transform_cpu_ms"]}
         if ref:
@@ -269,6 +291,7 @@ def main(argv=None):
                         "reference_warmup_s": r["warmup_epoch_s"],
                         "reference_failure_rate": r["failure_rate"],
                         "speedup": statistics.median(oi) / statistics.median(ri),
+                        "ceiling_speedup": statistics.median(ni) / statistics.median(ri),
                         "reference_cpu_ms": r["transform_cpu_ms"],
                         "cpu_speedup": r["transform_cpu_ms"] / o["transform_cpu_ms"]})
         rows[key] = row
