@@ -458,6 +458,23 @@ def test_marking_functional_and_random_variant(ihc):
     assert gray.shape == (96, 96)
 
 
+def test_marking_random_blot_larger_than_image(ihc):
+    # A blot box larger than the image: the drawn corner keeps the image inside the box, so
+    # the image always gets ink (a corner at 0 would show only the box's empty corner).
+    img = image_of_shape(ihc, (16, 24, 3))
+    w, h = 60, 50
+    mask = P.blot(w, h)[0]
+    for seed in range(30):
+        v = P._random_corner(rng.key_from_seed(seed), img.shape, w, h)
+        assert 24 - w <= v["x"] <= 0 and 16 - h <= v["y"] <= 0
+        out = P.marking(img, (w, h), seed=seed)
+        window = mask[-v["y"]:-v["y"] + 16, -v["x"]:-v["x"] + 24]
+        changed = np.any(out != img, axis=2)
+        assert np.all(changed <= window)           # ink only under the blot's mask
+        assert changed.any() == window.any()       # unless the ink equals the pixels there
+    assert sum(np.any(P.marking(img, (w, h), seed=s) != img) for s in range(30)) >= 25
+
+
 # ---------------------------------------------------------------------------------------------
 # bubble
 # ---------------------------------------------------------------------------------------------

@@ -286,16 +286,19 @@ def marking_sample(param, ctx: Context) -> dict:
 
 def marking_random_sample(param, ctx: Context) -> dict:
     """As :func:`marking_sample`, with the top-left corner uniform over the positions that keep
-    the blot inside the image (``x`` in ``0..W - width``, ``y`` in ``0..H - height``; 0 where the
-    blot is larger than the image), drawn from ``ctx.key``."""
+    the blot inside the image (``x`` in ``0..W - width``, ``y`` in ``0..H - height``), drawn from
+    ``ctx.key``. Along a side where the blot is larger than the image, over the positions that
+    keep the image inside the blot's box (``x`` in ``W - width..0``), so that some ink always
+    shows (a corner fixed at 0 would show only the box's empty corner)."""
     width, height = _marking_size(param, ctx)
     return _random_corner(ctx.key, ctx.shape, width, height)
 
 
 def _random_corner(key: int, shape, width: int, height: int) -> dict:
     g = generator(key)
-    x = int(g.integers(0, max(0, shape[1] - width), endpoint=True))
-    y = int(g.integers(0, max(0, shape[0] - height), endpoint=True))
+    dx, dy = shape[1] - width, shape[0] - height
+    x = int(g.integers(min(0, dx), max(0, dx), endpoint=True))
+    y = int(g.integers(min(0, dy), max(0, dy), endpoint=True))
     return {"width": width, "height": height, "x": x, "y": y}
 
 
@@ -558,7 +561,8 @@ def marking(image, size, position=None, *, seed=None) -> np.ndarray:
         (width, height) of the blot's bounding box in pixels, each >= 1.
     position : (int, int) or None
         (x, y) = column and row of the box's top-left corner in pixels (the part outside the
-        image is cropped); None draws it uniformly so that the blot lies inside the image.
+        image is cropped); None draws it uniformly so that the blot lies inside the image
+        (along a side where the blot is larger, so that the image lies inside its box).
         The pathology suite uses (17, 10) at 96 px and (27, 13) at 224 px.
     seed : int >= 0 or None
         For ``position=None`` only: fixes the drawn position (None: fresh OS entropy).
