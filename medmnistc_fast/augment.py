@@ -370,77 +370,19 @@ class _Adapter(NamedTuple):
 
 
 def _read_pil(image, name: str):
-    """Pixels of a PIL image of mode 'L' or 'RGB' as a new uint8 array (H, W, 1 or 3).
-
-    Read through the image's Arrow export (Pillow >= 11.2, one copy in C++) where it has the
-    expected layout, else with ``np.asarray``; both give the bytes of ``image.tobytes()``.
-    """
+    """Pixels of a PIL image of mode 'L' or 'RGB' as a new uint8 array (H, W, 1 or 3)
+    (:func:`medmnistc_fast.corruptions.digital.from_pil`)."""
     mode = image.mode
     if mode not in ("L", "RGB"):
         raise ValueError(f"{name} (a PIL image) must have mode 'L' or 'RGB'; got mode "
                          f"{mode!r} (convert it first, e.g. image.convert('RGB'))")
-    w, h = image.size
-    c = 1 if mode == "L" else 3
-    arr = None
-    export = getattr(image, "__arrow_c_array__", None)
-    if export is not None and h > 0 and w > 0:
-        try:
-            capsules = export()
-        except (ValueError, TypeError, NotImplementedError):  # e.g. rows not contiguous
-            capsules = None
-        if capsules is not None:
-            arr = _native.pil_pixels(capsules[0], capsules[1], h, w, c)
-    if arr is None:
-        arr = np.array(np.asarray(image, dtype=np.uint8)).reshape(h, w, c)
-    return arr
-
-
-_PIL_DIRECT: list = []  # [bool]: whether _pil_image may build the image directly (checked once)
+    return digital.from_pil(image, 1 if mode == "L" else 3)
 
 
 def _pil_image(arr: np.ndarray, mode: str):
-    """A read-only PIL image of mode 'L' or 'RGB' on the pixels of ``arr``.
-
-    ``arr`` is C-contiguous uint8 (H, W[, 1]) for 'L' (the image maps its memory, no copy:
-    ``Image.frombuffer(mode, size, arr, "raw", mode, 0, 1)``) or (H, W, 3) for 'RGB' (copied, as
-    ``frombuffer`` does for modes Pillow cannot map). For 'L', the image is assembled as
-    ``frombuffer`` assembles it but without its two intermediate images (0.9 instead of 3.2 us
-    at 224 px); this is used only after checking once, on a small image, that it gives exactly
-    what ``frombuffer`` gives (same attributes, pixels and mode), else ``frombuffer`` is called.
-    """
-    from PIL import Image
-
-    size = (arr.shape[1], arr.shape[0])
-    if mode == "L":
-        if not _PIL_DIRECT:
-            _PIL_DIRECT.append(_pil_direct_ok(Image))
-        if _PIL_DIRECT[0]:
-            return _pil_map_l(Image, arr, size)
-    return Image.frombuffer(mode, size, arr, "raw", mode, 0, 1)
-
-
-def _pil_map_l(Image, arr, size):
-    im = Image.Image()
-    im.im = Image.core.map_buffer(arr, size, "raw", 0, ("L", 0, 1))
-    im._mode = "L"
-    im._size = size
-    im.readonly = 1
-    return im
-
-
-def _pil_direct_ok(Image) -> bool:
-    try:
-        arr = np.arange(15, dtype=np.uint8).reshape(3, 5)
-        ref = Image.frombuffer("L", (5, 3), arr, "raw", "L", 0, 1)
-        got = _pil_map_l(Image, arr, (5, 3))
-        same_attrs = {k: type(v) for k, v in vars(got).items() if k != "_im"} == \
-            {k: type(v) for k, v in vars(ref).items() if k != "_im"}
-        return (type(got) is type(ref) and same_attrs and got.mode == ref.mode == "L"
-                and got.size == ref.size and got.readonly == ref.readonly
-                and got.info == ref.info and got.tobytes() == ref.tobytes() == arr.tobytes()
-                and np.array_equal(np.asarray(got), arr))
-    except Exception:  # any change in Pillow's internals: use the public constructor
-        return False
+    """A read-only PIL image of mode 'L' or 'RGB' on the pixels of C-contiguous uint8 ``arr``
+    ((H, W[, 1]) or (H, W, 3)): :func:`medmnistc_fast.corruptions.digital.pil_from_buffer`."""
+    return digital.pil_from_buffer(arr, mode)
 
 
 def _to_array(image, name: str, batched: bool):
