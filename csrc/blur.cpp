@@ -1327,46 +1327,120 @@ ImageOut filter2d(const ImageIn& image,
 // float32 sum by rounding only (about 2e-5 of the pixels differ by one level at 224 px). Images smaller than the padding keep reflecting
 // (period 2(n - 1)) where torch would raise; results are clamped to [0, 255] before the cast.
 
-// 1.5 * 2^23: (v + c) - c rounds v to an integer, half to even, for |v| < 2^22 (IEEE binary32
-// round-to-nearest-even, the default mode).
-constexpr float kRoundMagic = 12582912.0f;
+constexpr float kRoundMagic = 12582912.0f;  // 1.5 * 2^23, see round_u8
 
-// out[j] = sum_i k[i] * rows[i][j]. Taps are added four per pass, ((t0 + t1) + (t2 + t3)), which
-// keeps the running sum in memory a quarter as often; the rounding differs from torch's 2-D
-// float32 sum either way.
-MMC_CLONES void correlate_rows(float* __restrict out, const float* const* rows, const float* k,
-                               ptrdiff_t taps, ptrdiff_t n) {
-    {
-        const float k0 = k[0];
-        const float* __restrict r0 = rows[0];
-        for (ptrdiff_t j = 0; j < n; ++j) out[j] = k0 * r0[j];
+// out[j] = sum_i k[i] * rows[i][j], in this order per element: k[0] * rows[0][j], then taps added
+// four at a time as ((t1 + t2) + (t3 + t4)), then the remaining taps one by one. (This was once
+// four passes over `out`; the sum per element, and so every rounding, is the same in one pass.)
+// The rounding differs from torch's 2-D float32 sum either way.
+template <int T>
+inline __attribute__((always_inline)) float correlate_at(const float* const* r, const float* k,
+                                                         ptrdiff_t j) {
+    float acc = k[0] * r[0][j];
+    int i = 1;
+    for (; i + 4 <= T; i += 4) {
+        acc += (k[i] * r[i][j] + k[i + 1] * r[i + 1][j]) + (k[i + 2] * r[i + 2][j] + k[i + 3] * r[i + 3][j]);
     }
+    for (; i < T; ++i) acc += k[i] * r[i][j];
+    return acc;
+}
+
+// 1.5 * 2^23: (v + c) - c rounds v to an integer, half to even, for |v| < 2^22 (IEEE binary32
+// round-to-nearest-even, the default mode). Then torch's cast to uint8, clamped to [0, 255]
+// (|v| <= 255 * 1024^2 by the check on sum|kernel1d| in gaussian_blur()).
+inline __attribute__((always_inline)) uint8_t round_u8(float v) {
+    std::int32_t q = static_cast<std::int32_t>((v + kRoundMagic) - kRoundMagic);
+    q = q < 0 ? 0 : (q > 255 ? 255 : q);
+    return static_cast<uint8_t>(q);
+}
+
+template <int T>
+inline __attribute__((always_inline)) void correlate_fixed(float* __restrict out,
+                                                           const float* const* rows,
+                                                           const float* k, ptrdiff_t n) {
+    const float* r[T];
+    float kk[T];
+    for (int i = 0; i < T; ++i) {
+        r[i] = rows[i];
+        kk[i] = k[i];
+    }
+    for (ptrdiff_t j = 0; j < n; ++j) out[j] = correlate_at<T>(r, kk, j);
+}
+
+template <int T>
+inline __attribute__((always_inline)) void correlate_round_fixed(uint8_t* __restrict out,
+                                                                 const float* const* rows,
+                                                                 const float* k, ptrdiff_t n) {
+    const float* r[T];
+    float kk[T];
+    for (int i = 0; i < T; ++i) {
+        r[i] = rows[i];
+        kk[i] = k[i];
+    }
+    for (ptrdiff_t j = 0; j < n; ++j) out[j] = round_u8(correlate_at<T>(r, kk, j));
+}
+
+// Any tap count, same order of operations as correlate_at.
+void correlate_generic(float* out, const float* const* rows, const float* k, ptrdiff_t taps,
+                       ptrdiff_t n) {
+    for (ptrdiff_t j = 0; j < n; ++j) out[j] = k[0] * rows[0][j];
     ptrdiff_t i = 1;
     for (; i + 4 <= taps; i += 4) {
-        const float k0 = k[i], k1 = k[i + 1], k2 = k[i + 2], k3 = k[i + 3];
-        const float* __restrict r0 = rows[i];
-        const float* __restrict r1 = rows[i + 1];
-        const float* __restrict r2 = rows[i + 2];
-        const float* __restrict r3 = rows[i + 3];
         for (ptrdiff_t j = 0; j < n; ++j) {
-            out[j] += (k0 * r0[j] + k1 * r1[j]) + (k2 * r2[j] + k3 * r3[j]);
+            out[j] += (k[i] * rows[i][j] + k[i + 1] * rows[i + 1][j]) +
+                      (k[i + 2] * rows[i + 2][j] + k[i + 3] * rows[i + 3][j]);
         }
     }
     for (; i < taps; ++i) {
-        const float ki = k[i];
-        const float* __restrict r = rows[i];
-        for (ptrdiff_t j = 0; j < n; ++j) out[j] += ki * r[j];
+        for (ptrdiff_t j = 0; j < n; ++j) out[j] += k[i] * rows[i][j];
     }
 }
 
-// torch.round then a cast to uint8 clamped to [0, 255]; |v| <= 255 * 1024^2 by the check on
-// sum|kernel1d| in gaussian_blur().
-MMC_CLONES void round_to_u8(const float* __restrict v, uint8_t* __restrict out, ptrdiff_t n) {
-    for (ptrdiff_t i = 0; i < n; ++i) {
-        std::int32_t q = static_cast<std::int32_t>((v[i] + kRoundMagic) - kRoundMagic);
-        q = q < 0 ? 0 : (q > 255 ? 255 : q);
-        out[i] = static_cast<uint8_t>(q);
+#define MMC_GAUSS_TAPS(X) X(1) X(3) X(5) X(7) X(9) X(11) X(13) X(15)
+
+#define MMC_CORRELATE_FUNCS(ATTR, SUFFIX)                                                        \
+    ATTR void correlate_rows##SUFFIX(float* __restrict out, const float* const* rows,           \
+                                     const float* k, ptrdiff_t taps, ptrdiff_t n) {             \
+        switch (taps) {                                                                         \
+            MMC_GAUSS_TAPS(MMC_CASE_ROWS)                                                       \
+            default: correlate_generic(out, rows, k, taps, n);                                  \
+        }                                                                                       \
+    }                                                                                           \
+    ATTR void correlate_rows_round##SUFFIX(uint8_t* __restrict out, float* __restrict scratch,  \
+                                           const float* const* rows, const float* k,            \
+                                           ptrdiff_t taps, ptrdiff_t n) {                       \
+        switch (taps) {                                                                         \
+            MMC_GAUSS_TAPS(MMC_CASE_ROUND)                                                      \
+            default:                                                                            \
+                correlate_generic(scratch, rows, k, taps, n);                                   \
+                for (ptrdiff_t j = 0; j < n; ++j) out[j] = round_u8(scratch[j]);                \
+        }                                                                                       \
     }
+#define MMC_CASE_ROWS(T) \
+    case T: correlate_fixed<T>(out, rows, k, n); return;
+#define MMC_CASE_ROUND(T) \
+    case T: correlate_round_fixed<T>(out, rows, k, n); return;
+
+MMC_CORRELATE_FUNCS(MMC_CLONES, )
+#ifdef MMC_HAVE_AVX512
+// Same arithmetic with 16-float vectors (GCC's generic tuning otherwise keeps 8-float ones).
+MMC_CORRELATE_FUNCS(MMC_AVX512_WIDE, _avx512)
+#endif
+
+void correlate_rows_any(float* out, const float* const* rows, const float* k, ptrdiff_t taps,
+                        ptrdiff_t n) {
+#ifdef MMC_HAVE_AVX512
+    if (cpu_has_avx512()) return correlate_rows_avx512(out, rows, k, taps, n);
+#endif
+    correlate_rows(out, rows, k, taps, n);
+}
+
+void correlate_rows_round_any(uint8_t* out, float* scratch, const float* const* rows,
+                              const float* k, ptrdiff_t taps, ptrdiff_t n) {
+#ifdef MMC_HAVE_AVX512
+    if (cpu_has_avx512()) return correlate_rows_round_avx512(out, scratch, rows, k, taps, n);
+#endif
+    correlate_rows_round(out, scratch, rows, k, taps, n);
 }
 
 void gaussian_blur_impl(const uint8_t* src, uint8_t* dst, const Shape& s, const float* k,
@@ -1383,7 +1457,7 @@ void gaussian_blur_impl(const uint8_t* src, uint8_t* dst, const Shape& s, const 
     auto filter_row = [&](ptrdiff_t yp) {
         pad_row_reflect101(src + reflect101_index(yp - pad, s.h) * row, s.w, s.c, pad,
                            padded.data());
-        correlate_rows(ring.data() + (yp % taps) * row, shifted.data(), k, taps, row);
+        correlate_rows_any(ring.data() + (yp % taps) * row, shifted.data(), k, taps, row);
     };
     for (ptrdiff_t yp = 0; yp + 1 < taps; ++yp) filter_row(yp);
     std::vector<const float*> rows(static_cast<std::size_t>(taps));
@@ -1391,8 +1465,7 @@ void gaussian_blur_impl(const uint8_t* src, uint8_t* dst, const Shape& s, const 
     for (ptrdiff_t y = 0; y < s.h; ++y) {
         filter_row(y + taps - 1);
         for (ptrdiff_t i = 0; i < taps; ++i) rows[i] = ring.data() + ((y + i) % taps) * row;
-        correlate_rows(out_row.data(), rows.data(), k, taps, row);
-        round_to_u8(out_row.data(), dst + y * row, row);
+        correlate_rows_round_any(dst + y * row, out_row.data(), rows.data(), k, taps, row);
     }
 }
 

@@ -23,6 +23,7 @@
 #define MMC_CLONES
 #endif
 
+
 // Hand-written AVX-512 paths (lut.cpp, noise.cpp, resample.cpp) all target one level: F, BW, DQ,
 // VL and VBMI (Intel Ice Lake, AMD Zen 4 and later), chosen at run time by cpu_has_avx512(); every
 // such path has a portable twin that gives the same bytes.
@@ -31,6 +32,11 @@
 #define MMC_AVX512 \
     __attribute__((target("avx2,bmi2,avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi")))
 // GCC 12's AVX-512 headers trip these on their own _mm512_undefined_* placeholders.
+// Compiler-vectorised float loops for the same level, with 512-bit vectors preferred. Each element
+// keeps its order of operations and -ffp-contract=off forbids fused multiply-adds, so these round
+// exactly like the portable clones.
+#define MMC_AVX512_WIDE \
+    __attribute__((target("avx2,bmi2,avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,prefer-vector-width=512")))
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>

@@ -7,6 +7,7 @@
 // portable path is a plain gather. Both give the same bytes (a table lookup has no rounding).
 #include "lut.hpp"
 
+#include <cmath>
 #include <cstring>
 
 #include "kernel_common.hpp"
@@ -155,6 +156,91 @@ std::int64_t luma_sum(const ImageIn& image, bool portable) {
     return luma_sum_scalar(src, s.h * s.w, s.c);
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// Tables built here (augmentation draws a new factor per call, so building the 256 entries in
+// Python dominated the colour corruptions). Same arithmetic as corruptions/color.py, which stays
+// the documented definition; tests/test_lut.py checks the two agree entry for entry.
+
+// Pillow Image.blend of a constant `base` with every byte v, factor alpha (libImaging/Blend.c):
+// float32 base + alpha * (v - base), clipped to [0, 255] when alpha is outside [0, 1], truncated.
+void blend_table(int base, double factor, std::uint8_t* lut) {
+    const float a = static_cast<float>(factor);
+    const float b = static_cast<float>(base);
+    const bool clip = !(0.0f <= a && a <= 1.0f);
+    for (int v = 0; v < 256; ++v) {
+        float t = b + a * (static_cast<float>(v) - b);
+        if (clip) t = t < 0.0f ? 0.0f : (t > 255.0f ? 255.0f : t);
+        lut[v] = static_cast<std::uint8_t>(t);
+    }
+}
+
+// torchvision's PIL adjust_gamma (gain 1): int((255 + 1 - 1e-3) * (v / 255) ** gamma), with C pow
+// as Python's float ** calls it.
+void gamma_table(double gamma, std::uint8_t* lut) {
+    const double gain = 255 + 1 - 1e-3;
+    for (int v = 0; v < 256; ++v) {
+        const double x = static_cast<double>(v) / 255.0;
+        lut[v] = static_cast<std::uint8_t>(static_cast<std::int64_t>(gain * std::pow(x, gamma)));
+    }
+}
+
+py::array_t<std::uint8_t> table_array(const std::uint8_t* lut) {
+    py::array_t<std::uint8_t> out(256);
+    std::memcpy(out.mutable_data(), lut, 256);
+    return out;
+}
+
+ImageOut apply_table(const ImageIn& image, const std::uint8_t* table, const char* fn) {
+    const Shape s = image_shape(image, fn);
+    ImageOut out = new_image(s);
+    const std::uint8_t* src = image.data();
+    std::uint8_t* dst = out.mutable_data();
+    {
+        py::gil_scoped_release release;
+        lut_any(src, dst, s.size(), table);
+    }
+    return out;
+}
+
+std::int64_t luma_sum_any(const std::uint8_t* src, std::ptrdiff_t n_px, std::ptrdiff_t c) {
+#ifdef MMC_HAVE_AVX512
+    if (cpu_has_avx512()) {
+        return c == 3 ? luma_sum_rgb_vbmi(src, n_px) : byte_sum_avx512(src, n_px);
+    }
+#endif
+    return luma_sum_scalar(src, n_px, c);
+}
+
+ImageOut brightness(const ImageIn& image, double factor) {
+    std::uint8_t table[256];
+    blend_table(0, factor, table);
+    return apply_table(image, table, "brightness");
+}
+
+// Pillow ImageEnhance.Contrast: blend with the constant int(mean(L) + 0.5) (mean in double, as
+// corruptions/color.mean_luma computes it from the exact integer sum).
+ImageOut contrast(const ImageIn& image, double factor) {
+    const Shape s = image_shape(image, "contrast");
+    if (s.c != 1 && s.c != 3) throw std::invalid_argument("contrast: image must have 1 or 3 channels");
+    const std::uint8_t* src = image.data();
+    std::int64_t total;
+    {
+        py::gil_scoped_release release;
+        total = luma_sum_any(src, s.h * s.w, s.c);
+    }
+    const double mean = static_cast<double>(total) / static_cast<double>(s.h * s.w);
+    std::uint8_t table[256];
+    blend_table(static_cast<int>(mean + 0.5), factor, table);
+    return apply_table(image, table, "contrast");
+}
+
+ImageOut gamma(const ImageIn& image, double g) {
+    std::uint8_t table[256];
+    gamma_table(g, table);
+    return apply_table(image, table, "gamma");
+}
+
 }  // namespace
 
 void register_lut(py::module_& m) {
@@ -163,6 +249,23 @@ void register_lut(py::module_& m) {
           "table; new array. portable=True forces the plain loop (tests compare both paths).");
     m.def("luma_sum", &luma_sum, py::arg("image"), py::arg("portable") = false,
           "Sum over pixels of Pillow's integer luma of a uint8 (H, W, 1 or 3) image.");
+    m.def("blend_lut", [](int base, double factor) {
+              std::uint8_t t[256];
+              blend_table(base, factor, t);
+              return table_array(t);
+          }, py::arg("base"), py::arg("factor"),
+          "uint8 (256,) table of Pillow's blend of the constant `base` with each byte.");
+    m.def("gamma_lut", [](double g) {
+              std::uint8_t t[256];
+              gamma_table(g, t);
+              return table_array(t);
+          }, py::arg("gamma"), "uint8 (256,) table of torchvision's PIL adjust_gamma (gain 1).");
+    m.def("brightness", &brightness, py::arg("image"), py::arg("factor"),
+          "apply_lut(image, blend_lut(0, factor)) in one call.");
+    m.def("contrast", &contrast, py::arg("image"), py::arg("factor"),
+          "apply_lut(image, blend_lut(int(luma_sum(image) / (H * W) + 0.5), factor)) in one call.");
+    m.def("gamma", &gamma, py::arg("image"), py::arg("gamma"),
+          "apply_lut(image, gamma_lut(gamma)) in one call.");
 }
 
 }  // namespace mmc

@@ -4,6 +4,7 @@
 #include "blur.hpp"
 #include "lut.hpp"
 #include "noise.hpp"
+#include "pil.hpp"
 #include "resample.hpp"
 
 PYBIND11_MODULE(_native, m) {
@@ -11,5 +12,6 @@ PYBIND11_MODULE(_native, m) {
     mmc::register_blur(m);
     mmc::register_lut(m);
     mmc::register_noise(m);
+    mmc::register_pil(m);
     mmc::register_resample(m);
 }

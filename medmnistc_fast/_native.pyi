@@ -294,3 +294,29 @@ def alias_sample(
     ValueError
         ``image`` not 3-D with positive sizes, or ``table`` not of shape (256, 256).
     """
+
+def blend_lut(base: int, factor: float) -> npt.NDArray[np.uint8]:
+    """(256,) table of Pillow's ``Image.blend`` of the constant ``base`` (0..255) with each byte
+    ``v``: ``float32(base) + float32(factor) * (float32(v) - float32(base))``, clipped to
+    [0, 255] when ``float32(factor)`` is outside [0, 1], truncated (``corruptions.color._blend_lut``,
+    entry for entry)."""
+
+def gamma_lut(gamma: float) -> npt.NDArray[np.uint8]:
+    """(256,) table ``int((255 + 1 - 1e-3) * pow(v / 255, gamma))`` with C ``pow``, as
+    torchvision's PIL ``adjust_gamma`` (gain 1) computes it (``corruptions.color.gamma_lut``)."""
+
+def brightness(image: npt.NDArray[np.uint8], factor: float) -> npt.NDArray[np.uint8]:
+    """``apply_lut(image, blend_lut(0, factor))`` (Pillow ``ImageEnhance.Brightness``)."""
+
+def contrast(image: npt.NDArray[np.uint8], factor: float) -> npt.NDArray[np.uint8]:
+    """``apply_lut(image, blend_lut(int(luma_sum(image) / (H * W) + 0.5), factor))`` (Pillow
+    ``ImageEnhance.Contrast``); ValueError unless C is 1 or 3."""
+
+def gamma(image: npt.NDArray[np.uint8], gamma: float) -> npt.NDArray[np.uint8]:
+    """``apply_lut(image, gamma_lut(gamma))``."""
+
+def pil_pixels(schema: object, array: object, h: int, w: int, c: int) -> npt.NDArray[np.uint8] | None:
+    """New uint8 (h, w, c) array of a Pillow image from its ``Image.__arrow_c_array__()``
+    capsules: mode 'L' exported as uint8 ("C", h * w elements) for c = 1, mode 'RGB' as a
+    fixed-size list "+w:4" of uint8 (R, G, B, padding) for c = 3. Returns None for any other
+    layout (format, nulls, lengths, missing buffers); the capsules keep ownership."""

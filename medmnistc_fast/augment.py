@@ -67,11 +67,12 @@ from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from . import registry, rng
-from ._validation import (_is_int, as_hwc, as_nhwc, check_corruption, check_dataset,
+from . import _native, registry, rng
+from ._validation import (MIN_SIDE, _is_int, as_hwc, as_nhwc, check_corruption, check_dataset,
                           check_nonneg_int, check_seed)
 from .api import _check_threads, _pool, get_num_threads, sample_values
-from .corruptions import kind_of
+from .corruptions import blur, color, digital, kind_of, noise
+from .corruptions._spec import Context
 from .corruptions.artifacts import INK_SIDES
 
 __all__ = ["AugMedMNISTC", "AugmentedDataset", "EpochSampler", "Op", "param_range"]
@@ -212,6 +213,51 @@ def _draw_param(g: np.random.Generator, corruption: str, ranges: tuple):
     return values[0] if len(values) == 1 else values
 
 
+def _make_drawer(corruption: str, ranges: tuple):
+    """``g -> _draw_param(g, corruption, ranges)``, with the per-call work reduced.
+
+    The same draws from the same generator methods, except two equivalent cheaper calls:
+    ``g.uniform(lo, hi)`` is ``lo + (hi - lo) * g.random()`` (NumPy's ``random_uniform`` is
+    ``low + range * next_double``, in double, with ``range = high - low``; Python floats repeat
+    it operation for operation), and the rest falls back to :func:`_draw_param`.
+    tests/test_augment.py checks both forms give the same parameters and leave the generator in
+    the same state.
+    """
+    rule = _RULES[corruption]
+    if rule == ("float",):
+        ((lo, hi),) = ranges
+        if hi > lo:
+            low, span = float(lo), float(hi) - float(lo)
+
+            def draw_float(g):
+                return low + span * g.random()
+
+            return draw_float
+        const = float(lo)
+        return lambda g: const
+    if rule == ("grid",):
+        ((lo, hi),) = ranges
+        integers, n = np.random.Generator.integers, NOISE_GRID_POINTS
+
+        def draw_grid(g):
+            j = int(integers(g, 0, n))
+            return float(lo + (hi - lo) * j / (n - 1))
+
+        return draw_grid
+    return lambda g: _draw_param(g, corruption, ranges)
+
+
+def _draw_key(g: np.random.Generator) -> int:
+    """``int(g.integers(0, 2**64, dtype=np.uint64))`` in one call.
+
+    For the full 64-bit range NumPy's bounded-integer sampler returns the bit generator's next
+    64-bit output unchanged (``random_bounded_uint64_fill``: ``rng == 0xFFFFFFFFFFFFFFFF`` gives
+    ``off + next_uint64``), which ``random_raw`` returns for PCG64 (its ``next_raw`` is
+    ``next_uint64``); the generators here are always PCG64.
+    """
+    return g.bit_generator.random_raw()
+
+
 # ---------------------------------------------------------------------------------------------
 # Argument checks
 # ---------------------------------------------------------------------------------------------
@@ -320,10 +366,31 @@ class _Adapter(NamedTuple):
     dtype: Any       # caller's dtype (numpy dtype or torch dtype)
     ref: Any         # the tensor (for device/subclass) or PIL mode
     batched: bool
+    owned: bool      # the working array is private to the call (output may reuse it)
+
+
+def _read_pil(image, name: str):
+    """Pixels of a PIL image of mode 'L' or 'RGB' as a new uint8 array (H, W, 1 or 3)
+    (:func:`medmnistc_fast.corruptions.digital.from_pil`)."""
+    mode = image.mode
+    if mode not in ("L", "RGB"):
+        raise ValueError(f"{name} (a PIL image) must have mode 'L' or 'RGB'; got mode "
+                         f"{mode!r} (convert it first, e.g. image.convert('RGB'))")
+    return digital.from_pil(image, 1 if mode == "L" else 3)
+
+
+def _pil_image(arr: np.ndarray, mode: str):
+    """A read-only PIL image of mode 'L' or 'RGB' on the pixels of C-contiguous uint8 ``arr``
+    ((H, W[, 1]) or (H, W, 3)): :func:`medmnistc_fast.corruptions.digital.pil_from_buffer`."""
+    return digital.pil_from_buffer(arr, mode)
 
 
 def _to_array(image, name: str, batched: bool):
-    """Caller's image -> (uint8 ndarray (H, W, C) or (N, H, W, C), _Adapter)."""
+    """Caller's image -> (uint8 ndarray (H, W, C) or (N, H, W, C), _Adapter).
+
+    ``_Adapter.owned`` tells whether the array is private to this call (a copy or a
+    conversion), so an unchanged image may be returned on it without another copy.
+    """
     if isinstance(image, np.ndarray):
         arr = image
         if arr.dtype.kind == "f":
@@ -332,7 +399,17 @@ def _to_array(image, name: str, batched: bool):
             raise TypeError(f"{name} must have dtype uint8, or a floating dtype with values in "
                             f"[0, 1]; got {arr.dtype}")
         work = as_nhwc(arr, name) if batched else as_hwc(arr, name)
-        return work, _Adapter("numpy", image.shape, image.dtype, None, batched)
+        # uint8 output is work reshaped (no copy) -> not owned; float output is a new array.
+        return work, _Adapter("numpy", image.shape, image.dtype, None, batched,
+                              arr.dtype != image.dtype)
+    if not batched and _is_pil(image):
+        hwc = _read_pil(image, name)
+        h, w, _ = hwc.shape
+        if h < MIN_SIDE or w < MIN_SIDE:
+            raise ValueError(f"{name} must be at least {MIN_SIDE} x {MIN_SIDE} pixels; "
+                             f"got {h} x {w}")
+        shape = (h, w) if image.mode == "L" else (h, w, 3)
+        return hwc, _Adapter("pil", shape, np.uint8, image.mode, False, True)
     if _is_tensor(image):
         torch = _torch()
         t = image.detach()
@@ -352,13 +429,8 @@ def _to_array(image, name: str, batched: bool):
             arr = _float_to_u8(t.to(torch.float64).numpy(), name)
         arr = np.moveaxis(arr, -3, -1)
         work = as_nhwc(arr, name) if batched else as_hwc(arr, name)
-        return work, _Adapter("tensor", tuple(image.shape), image.dtype, image, batched)
-    if _is_pil(image) and not batched:
-        if image.mode not in ("L", "RGB"):
-            raise ValueError(f"{name} (a PIL image) must have mode 'L' or 'RGB'; got mode "
-                             f"{image.mode!r} (convert it first, e.g. image.convert('RGB'))")
-        arr = np.asarray(image, dtype=np.uint8)
-        return as_hwc(arr, name), _Adapter("pil", arr.shape, np.uint8, image.mode, False)
+        # The result is always copied into a clone of the tensor: the array is never returned.
+        return work, _Adapter("tensor", tuple(image.shape), image.dtype, image, batched, True)
     allowed = ("a uint8 or float ndarray (N, H, W[, C]) or a torch tensor (N, C, H, W)"
                if batched else "a PIL image (mode 'L' or 'RGB'), an ndarray (H, W[, C]) or a "
                "torch tensor (C, H, W)")
@@ -372,12 +444,7 @@ def _from_array(out: np.ndarray, ad: _Adapter):
             return np.ascontiguousarray(out.reshape(ad.shape))
         return (out.reshape(ad.shape).astype(ad.dtype) / ad.dtype.type(255)).astype(ad.dtype)
     if ad.kind == "pil":
-        from PIL import Image
-
-        arr = np.ascontiguousarray(out.reshape(ad.shape))
-        mode = "L" if arr.ndim == 2 else "RGB"
-        # Image.fromarray without its array-interface parsing (2x faster at 224 px).
-        return Image.frombuffer(mode, (arr.shape[1], arr.shape[0]), arr, "raw", mode, 0, 1)
+        return _pil_image(np.ascontiguousarray(out.reshape(ad.shape)), ad.ref)
     torch = _torch()
     res = torch.from_numpy(np.ascontiguousarray(np.moveaxis(out, -1, -3)))
     if ad.dtype != torch.uint8:
@@ -385,6 +452,74 @@ def _from_array(out: np.ndarray, ad: _Adapter):
     dst = ad.ref.detach().clone()  # keeps the device and tensor subclass (tv_tensors.Image)
     dst.copy_(res.reshape(ad.shape))
     return dst
+
+
+# ---------------------------------------------------------------------------------------------
+# Applying one drawn operation
+# ---------------------------------------------------------------------------------------------
+
+_new_op = tuple.__new__  # Op(name, param, key) without the NamedTuple constructor's frame
+_IDENTITY_OP = Op(IDENTITY, None, 0)
+_NOISE_LAWS = {"gaussian_noise": "gaussian", "speckle_noise": "speckle", "shot_noise": "shot"}
+
+
+def _make_runner(dataset: str, corruption: str, ref_size: int):
+    """``run(hwc, param, key) -> new array``: ``kind.kernel(hwc, **kind.sample(param, ctx))``.
+
+    ``ctx = Context(hwc.shape, key, 1, ref_size)``, what :func:`medmnistc_fast.api.sample_values`
+    builds. For the kinds whose sampler only converts the parameter (colour, pixelate, JPEG,
+    noises) the kernel's work is called directly, and Gaussian blur's sampled kernel is cached
+    per (parameter, image size); tests/test_augment.py checks every such shortcut against the
+    generic form.
+    """
+    kind = kind_of(dataset, corruption)
+    sample, kernel = kind.sample, kind.kernel
+
+    def generic(hwc, param, key):
+        return kernel(hwc, **sample(param, Context(hwc.shape, key, 1, ref_size)))
+
+    if kind is color.BRIGHTNESS:
+        return lambda hwc, param, key: _native.brightness(hwc, float(param))
+    if kind is color.CONTRAST:
+        return lambda hwc, param, key: _native.contrast(hwc, float(param))
+    if kind is color.GAMMA:
+        return lambda hwc, param, key: _native.gamma(hwc, float(param))
+    if kind is digital.PIXELATE:
+        pixelate = _native.pixelate
+
+        def run_pixelate(hwc, param, key):
+            h, w, _ = hwc.shape
+            factor = float(param)
+            return pixelate(hwc, max(1, int(w * factor)), max(1, int(h * factor)))
+
+        return run_pixelate
+    if kind is digital.JPEG_COMPRESSION:
+        jpeg = digital._jpeg_kernel
+        return lambda hwc, param, key: jpeg(hwc, quality=int(param))
+    if kind is noise.IMPULSE_NOISE:
+        impulse = noise.impulse
+        return lambda hwc, param, key: impulse(hwc, float(param), int(key))
+    if kind in (noise.GAUSSIAN_NOISE, noise.SPECKLE_NOISE, noise.SHOT_NOISE):
+        law, tables, sample_alias = _NOISE_LAWS[kind.name], noise.alias_tables, _native.alias_sample
+        return lambda hwc, param, key: sample_alias(
+            hwc, tables(law, float(param), hwc.shape[2] == 1), int(key))
+    if kind is blur.GAUSSIAN_BLUR:
+        cache: dict = {}
+        gaussian = _native.gaussian_blur
+
+        def run_gaussian(hwc, param, key):
+            h, w, c = hwc.shape
+            k1d = cache.get((param, h, w))
+            if k1d is None:
+                values = sample(param, Context(hwc.shape, key, 1, ref_size))
+                k1d = blur.gaussian_kernel1d(int(values["kernel_size"]), float(values["sigma"]))
+                if len(cache) > 256:
+                    cache.clear()
+                cache[(param, h, w)] = k1d
+            return gaussian(hwc, k1d)
+
+        return run_gaussian
+    return generic
 
 
 # ---------------------------------------------------------------------------------------------
@@ -491,15 +626,49 @@ class AugMedMNISTC:
         self._key_seed = rng.fresh_seed() if self.seed is None else self.seed
         self._ranges = {c: param_range(self.dataset, c, self.levels) for c in names}
         self._ref_size = registry.REFERENCE_SIZES[self.dataset]
-        self._names = frozenset(names)  # kinds are looked up per call: they do not pickle
+        self._names = frozenset(names)
         self._epoch_bases: dict = {}
         self._gen = None
         self._owner = None
+        self._stream_pid = None
+        # Per-choice draw and apply functions (closures over kinds, which do not pickle):
+        # rebuilt lazily in each process, never pickled (__getstate__).
+        self._fast = None
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_fast"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state.setdefault("_stream_pid", None)  # objects pickled before these attributes existed
+        state.setdefault("_fast", None)
+        self.__dict__.update(state)
+
+    def _plans(self) -> dict:
+        """{choice: (draw(g) -> param, run(hwc, param, key) -> new array)}; built on first use."""
+        fast = self._fast
+        if fast is None:
+            fast = {name: (_make_drawer(name, self._ranges[name]),
+                           _make_runner(self.dataset, name, self._ref_size))
+                    for name in self._names}
+            self._fast = fast
+        return fast
 
     # -- randomness ---------------------------------------------------------------------------
 
     def _stream(self) -> np.random.Generator:
         """The generator of the current context (main process, DataLoader worker, fork)."""
+        # The context can only change with the process: a DataLoader worker is its own process
+        # and its worker info is set before its first call and never changes. So a call from
+        # the process of the previous call keeps the generator without asking torch.
+        if self._stream_pid == os.getpid():
+            return self._gen
+        self._gen = self._stream_slow()
+        self._stream_pid = os.getpid()
+        return self._gen
+
+    def _stream_slow(self) -> np.random.Generator:
         wseed = _worker_seed()
         owner = ("worker", wseed) if wseed is not None else ("process", os.getpid())
         if owner != self._owner:
@@ -539,17 +708,18 @@ class AugMedMNISTC:
 
     def _draw_ops(self, g: np.random.Generator) -> tuple:
         # Inverse-CDF choice (a zero-weight choice has an empty interval and is never picked).
-        cdf, last = self._cdf_list, len(self.choices) - 1
+        # The n_ops uniforms are drawn first (one g.random(n) call, or g.random() for n = 1:
+        # the same doubles), then each chosen corruption's parameter and key, in order.
+        cdf, last, choices, plans = self._cdf_list, len(self.choices) - 1, self.choices, self._plans()
+        us = (g.random(),) if self.n_ops == 1 else g.random(self.n_ops).tolist()
         ops = []
-        for u in g.random(self.n_ops).tolist():
-            p = min(bisect.bisect_right(cdf, u), last)
-            name = self.choices[p]
+        for u in us:
+            name = choices[min(bisect.bisect_right(cdf, u), last)]
             if name == IDENTITY:
-                ops.append(Op(IDENTITY, None, 0))
+                ops.append(_IDENTITY_OP)
                 continue
-            param = _draw_param(g, name, self._ranges[name])
-            key = int(g.integers(0, 2**64, dtype=np.uint64))
-            ops.append(Op(name, param, key))
+            param = plans[name][0](g)
+            ops.append(_new_op(Op, (name, param, _draw_key(g))))
         return tuple(ops)
 
     def draw(self, *, index=None, epoch=None) -> tuple:
@@ -598,17 +768,18 @@ class AugMedMNISTC:
 
     # -- application --------------------------------------------------------------------------
 
-    def _apply_hwc(self, hwc: np.ndarray, ops) -> np.ndarray:
+    def _apply_hwc(self, hwc: np.ndarray, ops, copy: bool = True) -> np.ndarray:
+        """The ops applied to ``hwc`` (C-contiguous uint8 (H, W, C)); a new array unless no op
+        changed the image and ``copy`` is False (the caller owns ``hwc``)."""
         out = hwc
+        plans = self._plans()
         for op in ops:
             if op.corruption == IDENTITY:
                 continue
-            kind = kind_of(self.dataset, op.corruption)
             # Context severity is unused by these samplers given explicit parameters (the only
             # severity-dependent rule, stain_deposit's ink set, receives an explicit ink side).
-            values = sample_values(kind, op.param, (1, self._ref_size), out.shape, op.key)
-            out = kind.kernel(out, **values)
-        if out is hwc:
+            out = plans[op.corruption][1](out, op.param, op.key)
+        if out is hwc and copy:
             out = hwc.copy()
         return out
 
@@ -637,7 +808,7 @@ class AugMedMNISTC:
                 raise ValueError(f"ops has corruption {op.corruption!r}, not among this "
                                  f"transform's choices: {', '.join(map(repr, self.choices))}")
         hwc, ad = _to_array(image, "image", batched=False)
-        return _from_array(self._apply_hwc(hwc, ops), ad)
+        return _from_array(self._apply_hwc(hwc, ops, not ad.owned), ad)
 
     def __call__(self, image, *, index=None, epoch=None):
         """Corrupt one image with a randomly drawn corruption (or leave it unchanged).
@@ -666,9 +837,9 @@ class AugMedMNISTC:
             Bad shape or channel count, side < 8, PIL mode other than L/RGB, float values
             outside [0, 1] or not finite, negative index/epoch, epoch without index.
         """
-        g = self._generator(index, epoch)
+        g = self._stream() if index is None and epoch is None else self._generator(index, epoch)
         hwc, ad = _to_array(image, "image", batched=False)
-        return _from_array(self._apply_hwc(hwc, self._draw_ops(g)), ad)
+        return _from_array(self._apply_hwc(hwc, self._draw_ops(g), not ad.owned), ad)
 
     def batch(self, images, *, start=None, epoch=None, num_threads=None):
         """Augment a batch with independent draws per image.
@@ -713,7 +884,7 @@ class AugMedMNISTC:
 
         def run(lo: int, hi: int) -> None:
             for i in range(lo, hi):
-                out[i] = self._apply_hwc(nhwc[i], plans[i])
+                out[i] = self._apply_hwc(nhwc[i], plans[i], copy=False)
 
         threads = max(1, min(threads, n))
         if threads == 1:
