@@ -70,7 +70,7 @@ import numpy as np
 from . import _native, registry, rng
 from ._validation import (MIN_SIDE, _is_int, as_hwc, as_nhwc, check_corruption, check_dataset,
                           check_nonneg_int, check_seed)
-from .api import _check_threads, _pool, get_num_threads, sample_values
+from .api import _check_threads, _pool, get_num_threads
 from .corruptions import blur, color, digital, kind_of, noise
 from .corruptions._spec import Context
 from .corruptions.artifacts import INK_SIDES
