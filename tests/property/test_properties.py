@@ -94,7 +94,14 @@ def test_severity_monotone(img, dc):
         # 2 % slack: below 224 px two levels can scale to practically the same blur (motion
         # radius 8 -> 15 px at sigma 5 px becomes 0.9 -> 1.6 px at sigma 0.5 px), and then only
         # the rounding of negligible extra taps differs (seen: -1.4 % at retinamnist 1 -> 2).
-        assert hi.mean() >= lo.mean() * 0.98 - 4.5 * se - 1e-9, (s, lo.mean(), hi.mean(), se)
+        # Below one gray level of mean change the measure is the truncation floor, not the
+        # blur: the reference truncates the filtered image, so a kernel summing to 1 - 6e-8
+        # (float32) takes one level off about half the pixels and one summing to 1 + 1e-3 none
+        # (seen at 25 x 25 px, dermamnist defocus 1 -> 2, radius 0.45 -> 0.56 px: mean change
+        # 0.549 -> 0.531 while the kernel's centre tap fell from 0.998 to 0.944): 1/20 level.
+        floor = 0.05 if lo.mean() < 1.0 else 0.0
+        assert hi.mean() >= lo.mean() * 0.98 - 4.5 * se - floor - 1e-9, (
+            s, lo.mean(), hi.mean(), se)
 
 
 def _change(img, dataset, corruption, level):
