@@ -1658,23 +1658,34 @@ inline __attribute__((always_inline)) void correlate_round_fixed(uint8_t* __rest
     for (ptrdiff_t j = 0; j < n; ++j) out[j] = round_u8(correlate_at<T>(r, kk, j));
 }
 
-// Any tap count, same order of operations as correlate_at.
-void correlate_generic(float* out, const float* const* rows, const float* k, ptrdiff_t taps,
-                       ptrdiff_t n) {
-    for (ptrdiff_t j = 0; j < n; ++j) out[j] = k[0] * rows[0][j];
+// Any tap count, same order of operations as correlate_at (one pass per group of four taps).
+MMC_CLONES void correlate_generic(float* __restrict out, const float* const* rows, const float* k,
+                                  ptrdiff_t taps, ptrdiff_t n) {
+    {
+        const float k0 = k[0];
+        const float* __restrict r0 = rows[0];
+        for (ptrdiff_t j = 0; j < n; ++j) out[j] = k0 * r0[j];
+    }
     ptrdiff_t i = 1;
     for (; i + 4 <= taps; i += 4) {
+        const float k0 = k[i], k1 = k[i + 1], k2 = k[i + 2], k3 = k[i + 3];
+        const float* __restrict r0 = rows[i];
+        const float* __restrict r1 = rows[i + 1];
+        const float* __restrict r2 = rows[i + 2];
+        const float* __restrict r3 = rows[i + 3];
         for (ptrdiff_t j = 0; j < n; ++j) {
-            out[j] += (k[i] * rows[i][j] + k[i + 1] * rows[i + 1][j]) +
-                      (k[i + 2] * rows[i + 2][j] + k[i + 3] * rows[i + 3][j]);
+            out[j] += (k0 * r0[j] + k1 * r1[j]) + (k2 * r2[j] + k3 * r3[j]);
         }
     }
     for (; i < taps; ++i) {
-        for (ptrdiff_t j = 0; j < n; ++j) out[j] += k[i] * rows[i][j];
+        const float ki = k[i];
+        const float* __restrict r = rows[i];
+        for (ptrdiff_t j = 0; j < n; ++j) out[j] += ki * r[j];
     }
 }
 
-#define MMC_GAUSS_TAPS(X) X(1) X(3) X(5) X(7) X(9) X(11) X(13) X(15)
+#define MMC_GAUSS_TAPS(X) \
+    X(1) X(3) X(5) X(7) X(9) X(11) X(13) X(15) X(17) X(19) X(21) X(23) X(25) X(27) X(29) X(31)
 
 #define MMC_CORRELATE_FUNCS(ATTR, SUFFIX)                                                        \
     ATTR void correlate_rows##SUFFIX(float* __restrict out, const float* const* rows,           \

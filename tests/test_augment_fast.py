@@ -179,7 +179,7 @@ def _gauss_oracle(img, k):
     return np.clip(np.rint(out), 0, 255).astype(np.uint8)
 
 
-@pytest.mark.parametrize("taps", [1, 3, 5, 7, 9, 11, 13, 15, 17, 21])
+@pytest.mark.parametrize("taps", [1, 3, 5, 7, 9, 11, 13, 15, 17, 21, 25, 31, 33, 37])
 def test_gaussian_blur_order_of_operations(taps):
     g = np.random.default_rng(taps)
     for i, shape in enumerate([(40, 37, 1), (23, 64, 3), (224, 224, 1), (12, 12, 3)]):
