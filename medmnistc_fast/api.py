@@ -177,7 +177,7 @@ def corrupt(image, corruption, severity, *, dataset, seed=None, index=0) -> np.n
 
 
 def corrupt_batch(images, corruption, severity, *, dataset, seed=None, start=0,
-                  num_threads=None) -> np.ndarray:
+                  num_threads=None, out=None) -> np.ndarray:
     """Corrupt a batch; ``out[i]`` equals ``corrupt(images[i], ..., index=start + i)`` bit for bit.
 
     Parameters
@@ -194,15 +194,19 @@ def corrupt_batch(images, corruption, severity, *, dataset, seed=None, start=0,
         thread: there the per-image Python work holds the GIL and a second thread slowed
         batches down (0.5-1.0x at 28 and 64 px in benchmarks/RESULTS.md). The result does not
         depend on it.
+    out : ndarray, optional
+        Where to write the result: uint8, C-contiguous, writeable, the shape of ``images``, not
+        sharing memory with it (reusing one buffer across batches saves mapping fresh pages).
 
     Returns
     -------
-    ndarray, same shape as ``images``, uint8, C-contiguous, newly allocated
+    ndarray, same shape as ``images``, uint8, C-contiguous: ``out`` if given, else newly
+    allocated
 
     Raises
     ------
     TypeError, ValueError
-        As in :func:`corrupt`; also for a bad ``start`` or ``num_threads``.
+        As in :func:`corrupt`; also for a bad ``start``, ``num_threads`` or ``out``.
     """
     nhwc = as_nhwc(images)
     start = check_nonneg_int(start, "start", upper=MAX_INDEX - max(1, nhwc.shape[0]))
@@ -213,7 +217,11 @@ def corrupt_batch(images, corruption, severity, *, dataset, seed=None, start=0,
         threads = _check_threads(num_threads)
     kind, param, base, ctx = _plan(dataset, corruption, severity, seed)
     n = nhwc.shape[0]
-    out = np.empty_like(nhwc)
+    result = out
+    if out is None:
+        out = np.empty_like(nhwc)
+    else:
+        out = _check_out(out, images, nhwc)
     keys = rng.image_keys(base, np.arange(start, start + n, dtype=np.uint64))
 
     def run(lo: int, hi: int) -> None:
@@ -228,4 +236,20 @@ def corrupt_batch(images, corruption, severity, *, dataset, seed=None, start=0,
         futures = [_pool(threads).submit(run, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
         for f in futures:
             f.result()
-    return out.reshape(images.shape)
+    return out.reshape(images.shape) if result is None else result
+
+
+def _check_out(out, images, nhwc: np.ndarray) -> np.ndarray:
+    """``out`` of :func:`corrupt_batch` checked, as an (N, H, W, C) view."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy.ndarray; got {type(out).__name__}")
+    if out.dtype != np.uint8:
+        raise TypeError(f"out must have dtype uint8; got {out.dtype}")
+    if out.shape != np.shape(images):
+        raise ValueError(f"out must have the shape of images, {np.shape(images)}; got "
+                         f"{out.shape}")
+    if not (out.flags.c_contiguous and out.flags.writeable):
+        raise ValueError("out must be C-contiguous and writeable")
+    if np.shares_memory(out, nhwc):
+        raise ValueError("out must not share memory with images")
+    return out.reshape(nhwc.shape)

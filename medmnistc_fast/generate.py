@@ -87,6 +87,7 @@ C-order bytes, in row order, and ``labels_sha256`` that of the labels' C-order b
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -300,15 +301,20 @@ class _FileRef:
     n: int
     image_shape: tuple
 
-    def read(self, lo: int, hi: int) -> np.ndarray:
+    def read(self, lo: int, hi: int, out: np.ndarray | None = None, f=None) -> np.ndarray:
+        """Rows ``[lo, hi)``; into ``out`` (C-contiguous uint8, at least ``hi - lo`` rows; its
+        first rows are returned) and through the open binary file ``f`` when given."""
         per = int(np.prod(self.image_shape))
-        out = np.empty((hi - lo,) + tuple(self.image_shape), np.uint8)
+        if out is None:
+            out = np.empty((hi - lo,) + tuple(self.image_shape), np.uint8)
+        else:
+            out = out[: hi - lo]
         buf = memoryview(out).cast("B")
-        with open(self.path, "rb", buffering=0) as f:
-            f.seek(self.offset + lo * per)
+        with (open(self.path, "rb", buffering=0) if f is None else contextlib.nullcontext(f)) as fh:
+            fh.seek(self.offset + lo * per)
             got = 0
             while got < buf.nbytes:
-                k = f.readinto(buf[got:])
+                k = fh.readinto(buf[got:])
                 if not k:
                     raise OSError(f"{self.path}: unexpected end of file (truncated input?)")
                 got += k
@@ -846,15 +852,19 @@ def _write_file(task: _FileTask) -> tuple:
     """
     src = task.source
     rows = len(task.severities) * src.n
-    with open(task.path, "wb") as f:
+    # One input and one output buffer for the whole file: fresh ones per chunk would be new
+    # pages for the kernel to map (about as costly as a cheap corruption on a VM).
+    shape = (min(task.chunk, src.n),) + tuple(src.image_shape)
+    images, corrupted = np.empty(shape, np.uint8), np.empty(shape, np.uint8)
+    with open(task.path, "wb") as f, open(src.path, "rb", buffering=0) as fin:
         w = NpzWriter(f)
         w.begin_member(f"{task.split}_images", (rows,) + tuple(src.image_shape), np.uint8)
         for sev in task.severities:
             for lo in range(0, src.n, task.chunk):
                 hi = min(src.n, lo + task.chunk)
-                w.write(corrupt_batch(src.read(lo, hi), task.corruption, sev,
+                w.write(corrupt_batch(src.read(lo, hi, images, fin), task.corruption, sev,
                                       dataset=task.dataset, seed=task.seed, start=lo,
-                                      num_threads=1))
+                                      num_threads=1, out=corrupted[: hi - lo]))
         w.end_member()
         w.add_array(f"{task.split}_labels", task.labels)
         sha, nbytes = w.close()

@@ -194,3 +194,30 @@ def test_public_equals_kernel_with_sampled_values(corruption, rgb224):
     values = sample_values(kind, param, ctx, rgb224[1].shape, key)
     assert np.array_equal(kind.kernel(np.ascontiguousarray(rgb224[1]), **values),
                           mf.corrupt(rgb224[1], corruption, 4, dataset=dataset, seed=21, index=3))
+
+
+def test_corrupt_batch_out_parameter():
+    rng = np.random.default_rng(5)
+    imgs = rng.integers(0, 256, (3, 20, 24, 3), dtype=np.uint8)
+    want = mf.corrupt_batch(imgs, "gaussian_noise", 2, dataset="dermamnist", seed=1, start=4)
+    out = np.full_like(imgs, 7)
+    got = mf.corrupt_batch(imgs, "gaussian_noise", 2, dataset="dermamnist", seed=1, start=4,
+                           out=out)
+    assert got is out and np.array_equal(out, want)
+    gray = imgs[..., 0].copy()
+    out2 = np.empty_like(gray)
+    assert mf.corrupt_batch(gray, "pixelate", 3, dataset="chestmnist", out=out2) is out2
+    assert np.array_equal(out2, mf.corrupt_batch(gray, "pixelate", 3, dataset="chestmnist"))
+    for bad, exc, msg in [
+        ([[0]], TypeError, "out must be a numpy.ndarray"),
+        (np.empty(imgs.shape, np.float32), TypeError, "dtype uint8"),
+        (np.empty((3, 20, 24), np.uint8), ValueError, "shape of images"),
+        (np.empty((3, 24, 20, 3), np.uint8).transpose(0, 2, 1, 3), ValueError, "C-contiguous"),
+        (imgs, ValueError, "share memory"),
+    ]:
+        with pytest.raises(exc, match=msg):
+            mf.corrupt_batch(imgs, "gaussian_noise", 2, dataset="dermamnist", out=bad)
+    frozen = np.empty_like(imgs)
+    frozen.setflags(write=False)
+    with pytest.raises(ValueError, match="writeable"):
+        mf.corrupt_batch(imgs, "gaussian_noise", 2, dataset="dermamnist", out=frozen)
