@@ -18,8 +18,8 @@ characters at 28 px: empty random ranges) or returns a wrong shape, the harness 
 returns the input unchanged (which flatters the reference's rate); the rates are reported.
 A third run per configuration passes the images through unchanged (a transform returning its
 input, in our venv): the pipeline's own ceiling, which bounds the speed-up any transform can show
-(at 224 px gray, collation and the worker-to-parent transfer cost as much as the reference's
-transform).
+(at 224 px gray with two workers, collation and the worker-to-parent transfer alone allow only
+about three times the reference's rate).
 
 Usage::
 

@@ -869,7 +869,7 @@ def _write_file(task: _FileTask) -> tuple:
         w.add_array(f"{task.split}_labels", task.labels)
         sha, nbytes = w.close()
         f.flush()
-        os.fsync(f.fileno())
+        _sync_and_uncache(f.fileno())
     return sha, nbytes
 
 
@@ -1008,6 +1008,21 @@ def _fsync_dir(path: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _sync_and_uncache(fd: int) -> None:
+    """fsync a finished output file, then drop its (now clean) pages from the page cache.
+
+    A full run writes hundreds of GB that nobody reads back soon: kept cached, they would
+    evict everything else and make the kernel find fresh memory for every new page (on a VM
+    that can cost more than the corruption). No effect on tmpfs, where the pages are the file.
+    """
+    os.fsync(fd)
+    if hasattr(os, "posix_fadvise"):
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        except OSError:  # advisory only
+            pass
 
 
 def _tmp_name(directory: str, name: str) -> str:
@@ -1447,7 +1462,7 @@ class _DatasetRun:
         """
         try:
             if f is not None:
-                os.fsync(f.fileno())
+                _sync_and_uncache(f.fileno())
                 f.close()
                 f = None
                 os.replace(job.tmp, job.final)
