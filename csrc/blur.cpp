@@ -1080,6 +1080,37 @@ MMC_INLINE void disk_store_scaled(uint8_t* __restrict out, const std::uint16_t* 
     for (ptrdiff_t i = 0; i < n; ++i) out[i] = disk_quantise(wc * static_cast<double>(b[i]));
 }
 
+// Reflect-101 padding of the whole image by fw pixels left and right into `padded` (h rows of
+// (w + 2 fw) c samples): the source pixel of every padded column, then one copy per row.
+MMC_INLINE void disk_pad_image(const uint8_t* src, const Shape& s, ptrdiff_t fw,
+                               uint8_t* padded) {
+    const ptrdiff_t c = s.c, w = s.w, row = s.row(), wp = w + 2 * fw, lp = wp * c;
+    std::vector<ptrdiff_t> xmap(static_cast<std::size_t>(wp));
+    for (ptrdiff_t xp = 0; xp < wp; ++xp) xmap[xp] = reflect101_index(xp - fw, w) * c;
+    for (ptrdiff_t y = 0; y < s.h; ++y) {
+        const uint8_t* in = src + y * row;
+        uint8_t* out = padded + y * lp;
+        for (ptrdiff_t xp = 0; xp < fw; ++xp) {
+            for (ptrdiff_t ch = 0; ch < c; ++ch) out[xp * c + ch] = in[xmap[xp] + ch];
+        }
+        std::copy(in, in + row, out + fw * c);
+        for (ptrdiff_t xp = fw + w; xp < wp; ++xp) {
+            for (ptrdiff_t ch = 0; ch < c; ++ch) out[xp * c + ch] = in[xmap[xp] + ch];
+        }
+    }
+}
+
+// The padded row (row length lp) of every row index yv in [-reach, h + reach) (reflect-101), at
+// position yv + reach.
+MMC_INLINE std::vector<const uint8_t*> disk_row_map(const uint8_t* padded, ptrdiff_t h,
+                                                    ptrdiff_t lp, ptrdiff_t reach) {
+    std::vector<const uint8_t*> rows_at(static_cast<std::size_t>(h + 2 * reach));
+    for (ptrdiff_t yv = -reach; yv < h + reach; ++yv) {
+        rows_at[yv + reach] = padded + reflect101_index(yv, h) * lp;
+    }
+    return rows_at;
+}
+
 MMC_INLINE void disk_rows_filter_body(const uint8_t* src, uint8_t* dst, const Shape& s,
                                  const DiskPlan& plan) {
     static thread_local DiskRowScratch scratch;
@@ -1088,29 +1119,9 @@ MMC_INLINE void disk_rows_filter_body(const uint8_t* src, uint8_t* dst, const Sh
     const ptrdiff_t lb = (w + 2) * c;            // disk-sum row, x in [-1, w]
     const auto nr = static_cast<ptrdiff_t>(plan.rings.size());
     uint8_t* padded = sized(scratch.padded, h * lp);
-    // Reflect-101 padding: source pixel of every padded column, then one copy per row.
-    {
-        const ptrdiff_t wp = w + 2 * plan.fw;
-        std::vector<ptrdiff_t> xmap(static_cast<std::size_t>(wp));
-        for (ptrdiff_t xp = 0; xp < wp; ++xp) xmap[xp] = reflect101_index(xp - plan.fw, w) * c;
-        for (ptrdiff_t y = 0; y < h; ++y) {
-            const uint8_t* in = src + y * row;
-            uint8_t* out = padded + y * lp;
-            for (ptrdiff_t xp = 0; xp < plan.fw; ++xp) {
-                for (ptrdiff_t ch = 0; ch < c; ++ch) out[xp * c + ch] = in[xmap[xp] + ch];
-            }
-            std::copy(in, in + row, out + plan.fw * c);
-            for (ptrdiff_t xp = plan.fw + w; xp < wp; ++xp) {
-                for (ptrdiff_t ch = 0; ch < c; ++ch) out[xp * c + ch] = in[xmap[xp] + ch];
-            }
-        }
-    }
-    // Padded row of every row index the filter reads (reflect-101), by yv + reach.
+    disk_pad_image(src, s, plan.fw, padded);
     const ptrdiff_t reach = plan.fh + 4;
-    std::vector<const uint8_t*> rows_at(static_cast<std::size_t>(h + 2 * reach));
-    for (ptrdiff_t yv = -reach; yv < h + reach; ++yv) {
-        rows_at[yv + reach] = padded + reflect101_index(yv, h) * lp;
-    }
+    const std::vector<const uint8_t*> rows_at = disk_row_map(padded, h, lp, reach);
     auto prow = [&](ptrdiff_t yv) MMC_LAMBDA_INLINE { return rows_at[yv + reach]; };
     // Ring sums D_j(y', x) = sum over the ring's columns of p(y', x + dx), x in [-1, w], in a
     // ring buffer of 2 h_j + 2 rows per ring (row y' in slot y' mod (2 h_j + 2)).
@@ -1339,29 +1350,9 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
     // correction taps one pixel outside the padding read there (results discarded).
     const ptrdiff_t front = 64 + c, back = 2 * L + 2 * plan.fw * c;
     uint8_t* padded = sized(scratch.padded, front + h * lp + back) + front;
-    // Reflect-101 padding: source pixel of every padded column, then one copy per row.
-    {
-        const ptrdiff_t wp = w + 2 * plan.fw;
-        std::vector<ptrdiff_t> xmap(static_cast<std::size_t>(wp));
-        for (ptrdiff_t xp = 0; xp < wp; ++xp) xmap[xp] = reflect101_index(xp - plan.fw, w) * c;
-        for (ptrdiff_t y = 0; y < h; ++y) {
-            const uint8_t* in = src + y * row;
-            uint8_t* out = padded + y * lp;
-            for (ptrdiff_t xp = 0; xp < plan.fw; ++xp) {
-                for (ptrdiff_t ch = 0; ch < c; ++ch) out[xp * c + ch] = in[xmap[xp] + ch];
-            }
-            std::copy(in, in + row, out + plan.fw * c);
-            for (ptrdiff_t xp = plan.fw + w; xp < wp; ++xp) {
-                for (ptrdiff_t ch = 0; ch < c; ++ch) out[xp * c + ch] = in[xmap[xp] + ch];
-            }
-        }
-    }
-    // Padded row of every row index the filter reads (reflect-101), by yv + reach.
+    disk_pad_image(src, s, plan.fw, padded);
     const ptrdiff_t reach = plan.fh + 4;
-    std::vector<const uint8_t*> rows_at(static_cast<std::size_t>(h + 2 * reach));
-    for (ptrdiff_t yv = -reach; yv < h + reach; ++yv) {
-        rows_at[yv + reach] = padded + reflect101_index(yv, h) * lp;
-    }
+    const std::vector<const uint8_t*> rows_at = disk_row_map(padded, h, lp, reach);
     const uint8_t* const* rows_base = rows_at.data() + reach;
     auto prow = [rows_base](ptrdiff_t yv) MMC_LAMBDA_INLINE { return rows_base[yv]; };
     // Rings: column offsets and ring buffers of 2 h_j + 1 strip rows.
