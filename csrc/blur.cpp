@@ -1623,8 +1623,16 @@ inline __attribute__((always_inline)) uint8_t round_u8(float v) {
     return static_cast<uint8_t>(q);
 }
 
-template <int T>
-inline __attribute__((always_inline)) void correlate_fixed(float* __restrict out,
+// out[j] = Store(correlate_at<T>(rows, k, j)): the filtered rows (float) or the output (uint8).
+struct StoreFloat {
+    static inline __attribute__((always_inline)) float apply(float v) { return v; }
+};
+struct StoreU8 {
+    static inline __attribute__((always_inline)) uint8_t apply(float v) { return round_u8(v); }
+};
+
+template <int T, class Store, class Out>
+inline __attribute__((always_inline)) void correlate_fixed(Out* __restrict out,
                                                            const float* const* rows,
                                                            const float* k, ptrdiff_t n) {
     const float* r[T];
@@ -1633,20 +1641,7 @@ inline __attribute__((always_inline)) void correlate_fixed(float* __restrict out
         r[i] = rows[i];
         kk[i] = k[i];
     }
-    for (ptrdiff_t j = 0; j < n; ++j) out[j] = correlate_at<T>(r, kk, j);
-}
-
-template <int T>
-inline __attribute__((always_inline)) void correlate_round_fixed(uint8_t* __restrict out,
-                                                                 const float* const* rows,
-                                                                 const float* k, ptrdiff_t n) {
-    const float* r[T];
-    float kk[T];
-    for (int i = 0; i < T; ++i) {
-        r[i] = rows[i];
-        kk[i] = k[i];
-    }
-    for (ptrdiff_t j = 0; j < n; ++j) out[j] = round_u8(correlate_at<T>(r, kk, j));
+    for (ptrdiff_t j = 0; j < n; ++j) out[j] = Store::apply(correlate_at<T>(r, kk, j));
 }
 
 // Any tap count, same order of operations as correlate_at (one pass per group of four taps).
@@ -1697,9 +1692,9 @@ MMC_CLONES void correlate_generic(float* __restrict out, const float* const* row
         }                                                                                       \
     }
 #define MMC_CASE_ROWS(T) \
-    case T: correlate_fixed<T>(out, rows, k, n); return;
+    case T: correlate_fixed<T, StoreFloat>(out, rows, k, n); return;
 #define MMC_CASE_ROUND(T) \
-    case T: correlate_round_fixed<T>(out, rows, k, n); return;
+    case T: correlate_fixed<T, StoreU8>(out, rows, k, n); return;
 
 MMC_CORRELATE_FUNCS(MMC_CLONES, )
 #ifdef MMC_HAVE_AVX512
