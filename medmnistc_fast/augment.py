@@ -67,11 +67,11 @@ from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from . import _native, registry, rng
+from . import registry, rng
 from ._validation import (MIN_SIDE, _is_int, as_hwc, as_nhwc, check_corruption, check_dataset,
                           check_nonneg_int, check_seed)
 from .api import _check_threads, _pool, get_num_threads
-from .corruptions import blur, color, digital, kind_of, noise
+from .corruptions import color, digital, kind_of, noise
 from .corruptions._spec import Context
 from .corruptions.artifacts import INK_SIDES
 
@@ -460,7 +460,12 @@ def _from_array(out: np.ndarray, ad: _Adapter):
 
 _new_op = tuple.__new__  # Op(name, param, key) without the NamedTuple constructor's frame
 _IDENTITY_OP = Op(IDENTITY, None, 0)
-_NOISE_LAWS = {"gaussian_noise": "gaussian", "speckle_noise": "speckle", "shot_noise": "shot"}
+#: Kinds whose sampler only converts the parameter: (kind, kernel keyword, conversion).
+_DIRECT_KWARG = ((color.BRIGHTNESS, "factor", float), (color.CONTRAST, "factor", float),
+                 (color.GAMMA, "gamma", float), (digital.PIXELATE, "factor", float),
+                 (digital.JPEG_COMPRESSION, "quality", int))
+#: Noise kinds whose sampler passes the parameter and the image key.
+_KEYED_NOISES = (noise.GAUSSIAN_NOISE, noise.SPECKLE_NOISE, noise.SHOT_NOISE, noise.IMPULSE_NOISE)
 
 
 def _make_runner(dataset: str, corruption: str, ref_size: int):
@@ -468,9 +473,8 @@ def _make_runner(dataset: str, corruption: str, ref_size: int):
 
     ``ctx = Context(hwc.shape, key, 1, ref_size)``, what :func:`medmnistc_fast.api.sample_values`
     builds. For the kinds whose sampler only converts the parameter (colour, pixelate, JPEG,
-    noises) the kernel's work is called directly, and Gaussian blur's sampled kernel is cached
-    per (parameter, image size); tests/test_augment.py checks every such shortcut against the
-    generic form.
+    noises) the kernel is called with that keyword directly; tests/test_augment_fast.py checks
+    every such shortcut against the generic form.
     """
     kind = kind_of(dataset, corruption)
     sample, kernel = kind.sample, kind.kernel
@@ -478,47 +482,11 @@ def _make_runner(dataset: str, corruption: str, ref_size: int):
     def generic(hwc, param, key):
         return kernel(hwc, **sample(param, Context(hwc.shape, key, 1, ref_size)))
 
-    if kind is color.BRIGHTNESS:
-        return lambda hwc, param, key: _native.brightness(hwc, float(param))
-    if kind is color.CONTRAST:
-        return lambda hwc, param, key: _native.contrast(hwc, float(param))
-    if kind is color.GAMMA:
-        return lambda hwc, param, key: _native.gamma(hwc, float(param))
-    if kind is digital.PIXELATE:
-        pixelate = _native.pixelate
-
-        def run_pixelate(hwc, param, key):
-            h, w, _ = hwc.shape
-            factor = float(param)
-            return pixelate(hwc, max(1, int(w * factor)), max(1, int(h * factor)))
-
-        return run_pixelate
-    if kind is digital.JPEG_COMPRESSION:
-        jpeg = digital._jpeg_kernel
-        return lambda hwc, param, key: jpeg(hwc, quality=int(param))
-    if kind is noise.IMPULSE_NOISE:
-        impulse = noise.impulse
-        return lambda hwc, param, key: impulse(hwc, float(param), int(key))
-    if kind in (noise.GAUSSIAN_NOISE, noise.SPECKLE_NOISE, noise.SHOT_NOISE):
-        law, tables, sample_alias = _NOISE_LAWS[kind.name], noise.alias_tables, _native.alias_sample
-        return lambda hwc, param, key: sample_alias(
-            hwc, tables(law, float(param), hwc.shape[2] == 1), int(key))
-    if kind is blur.GAUSSIAN_BLUR:
-        cache: dict = {}
-        gaussian = _native.gaussian_blur
-
-        def run_gaussian(hwc, param, key):
-            h, w, c = hwc.shape
-            k1d = cache.get((param, h, w))
-            if k1d is None:
-                values = sample(param, Context(hwc.shape, key, 1, ref_size))
-                k1d = blur.gaussian_kernel1d(int(values["kernel_size"]), float(values["sigma"]))
-                if len(cache) > 256:
-                    cache.clear()
-                cache[(param, h, w)] = k1d
-            return gaussian(hwc, k1d)
-
-        return run_gaussian
+    for direct, keyword, convert in _DIRECT_KWARG:
+        if kind is direct:
+            return lambda hwc, param, key: kernel(hwc, **{keyword: convert(param)})
+    if any(kind is k for k in _KEYED_NOISES):
+        return lambda hwc, param, key: kernel(hwc, param=float(param), key=int(key))
     return generic
 
 
