@@ -170,7 +170,8 @@ void blend_table(int base, double factor, std::uint8_t* lut) {
     const bool clip = !(0.0f <= a && a <= 1.0f);
     for (int v = 0; v < 256; ++v) {
         float t = b + a * (static_cast<float>(v) - b);
-        if (clip) t = t < 0.0f ? 0.0f : (t > 255.0f ? 255.0f : t);
+        // NaN (an infinite float32 factor times v - base = 0) goes to 0, not to an undefined cast.
+        if (clip) t = t >= 0.0f ? (t > 255.0f ? 255.0f : t) : 0.0f;
         lut[v] = static_cast<std::uint8_t>(t);
     }
 }
