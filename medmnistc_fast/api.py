@@ -250,6 +250,7 @@ def _check_out(out, images, nhwc: np.ndarray) -> np.ndarray:
                          f"{out.shape}")
     if not (out.flags.c_contiguous and out.flags.writeable):
         raise ValueError("out must be C-contiguous and writeable")
-    if np.shares_memory(out, nhwc):
+    if np.shares_memory(out, nhwc) or (isinstance(images, np.ndarray)
+                                       and np.shares_memory(out, images)):
         raise ValueError("out must not share memory with images")
     return out.reshape(nhwc.shape)

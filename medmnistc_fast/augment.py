@@ -79,6 +79,8 @@ __all__ = ["AugMedMNISTC", "AugmentedDataset", "EpochSampler", "Op", "param_rang
 
 #: Name of the no-op choice.
 IDENTITY = "identity"
+#: Largest ``n_ops`` (corruptions applied in a row per call; RandAugment uses 1-3).
+MAX_OPS = 64
 
 #: Ink set (pixels at 224 px) of stain_deposit in augmentation: the reference's augmentation
 #: path calls ``self.inks[str(max(3, severity))]`` with the default ``severity=-1``, i.e. key '3'.
@@ -535,7 +537,7 @@ class AugMedMNISTC:
     weights : mapping of str to float, optional
         Relative weight (>= 0) of a choice (a corruption name or ``"identity"``); choices not
         listed weigh 1. Default: uniform over the choices (the reference's rule).
-    n_ops : int >= 1, default 1
+    n_ops : int in 1..64 (:data:`MAX_OPS`), default 1
         Operations applied in a row per call, each chosen independently (with replacement),
         like RandAugment's N (the paper's stated future work).
     levels : (int, int), default (1, 5)
@@ -587,8 +589,8 @@ class AugMedMNISTC:
         self.probabilities = _check_weights(weights, list(self.choices))
         self._cdf_list = np.cumsum(self.probabilities).tolist()
         self.n_ops = check_nonneg_int(n_ops, "n_ops")
-        if self.n_ops < 1:
-            raise ValueError(f"n_ops must be an int >= 1; got {n_ops!r}")
+        if not 1 <= self.n_ops <= MAX_OPS:
+            raise ValueError(f"n_ops must be an int in 1..{MAX_OPS}; got {n_ops!r}")
         self.seed = check_seed(seed)
         # Keyed mode needs a seed even when none is given: drawn once, travels to workers.
         self._key_seed = rng.fresh_seed() if self.seed is None else self.seed

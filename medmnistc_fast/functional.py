@@ -121,16 +121,26 @@ def shot_noise(image, photons: float, *, seed=None) -> np.ndarray:
     return _run("shot_noise", image, param=m, key=_noise_key(seed))
 
 
+def _check_sigma(value, name: str) -> float:
+    """A Gaussian standard deviation in pixels, in [1e-3, 1024] (below 1e-3 the Gaussians of
+    the blurs underflow to a single tap)."""
+    v = check_positive(value, name, upper=MAX_RADIUS)
+    if v < 1e-3:
+        raise ValueError(f"{name} must be in [0.001, {MAX_RADIUS}] pixels; got {value!r}")
+    return v
+
+
 @_documented
 def defocus_blur(image, radius: float, alias_sigma: float) -> np.ndarray:
     """Convolution with the reference's anti-aliased disk of ``radius`` pixels.
 
     The disk lives on the grid -8..8 (radius <= 8, 3x3 anti-alias Gaussian) or
     -ceil(radius)..ceil(radius) (5x5 Gaussian), as the reference's ``disk``; ``alias_sigma``
-    (pixels, > 0) is the anti-alias Gaussian's standard deviation. Border: reflect-101.
+    (pixels, in [1e-3, 1024]) is the anti-alias Gaussian's standard deviation. Border:
+    reflect-101.
     """
     r = check_positive(radius, "radius", upper=MAX_RADIUS)
-    a = check_positive(alias_sigma, "alias_sigma", upper=MAX_RADIUS)
+    a = _check_sigma(alias_sigma, "alias_sigma")
     return _run("defocus_blur", image, radius=r, alias_sigma=a)
 
 
@@ -138,38 +148,48 @@ def defocus_blur(image, radius: float, alias_sigma: float) -> np.ndarray:
 def motion_blur(image, radius: float, sigma: float, angle: float) -> np.ndarray:
     """ImageMagick 6 motion blur (reference ``MotionBlur``): ``out(y, x) = sum_k w_k
     in(y + dy_k, x + dx_k)`` over ``n = 2 ceil(radius) + 1`` taps, half-Gaussian weights
-    ``w_k ~ exp(-k**2 / (2 sigma**2))`` (``radius``, ``sigma`` in pixels, 0 < both <= 1024),
+    ``w_k ~ exp(-k**2 / (2 sigma**2))`` (``radius`` in pixels, 0 < radius <= 1024; ``sigma`` in
+    pixels, 1e-3 <= sigma <= 1024),
     ``dx_k ~ k cos(angle)``, ``dy_k ~ k sin(angle)`` rounded as ImageMagick does (``angle`` in
     degrees, any finite value; rows point down); edges replicated; ImageMagick Q16 rounding."""
     r = check_positive(radius, "radius", upper=MAX_RADIUS)
-    s = check_positive(sigma, "sigma", upper=MAX_RADIUS)
+    s = _check_sigma(sigma, "sigma")
     if not isinstance(angle, numbers.Real) or isinstance(angle, bool):
         raise TypeError(f"angle must be a finite real number of degrees; got {angle!r}")
-    if not math.isfinite(angle):
+    try:
+        a = float(angle)
+    except OverflowError:  # an int beyond the float range
+        a = math.inf
+    if not math.isfinite(a):
         raise ValueError(f"angle must be a finite real number of degrees; got {angle!r}")
-    return _run("motion_blur", image, radius=r, sigma=s, angle=float(angle))
+    return _run("motion_blur", image, radius=r, sigma=s, angle=a)
 
 
 @_documented
 def zoom_blur(image, zooms) -> np.ndarray:
-    """Average of the image and its centred zooms by each factor in ``zooms`` (each >= 1)."""
+    """Average of the image and its centred zooms by each factor in ``zooms`` (each in
+    [1, 1e6])."""
+    if isinstance(zooms, (str, bytes)):
+        raise TypeError(f"zooms must be a sequence of real numbers in [1, 1e6]; got {zooms!r}")
     try:
         zs = tuple(float(z) for z in zooms)
-    except TypeError:
-        raise TypeError(f"zooms must be a sequence of real numbers >= 1; got {zooms!r}") from None
-    if not zs or not all(math.isfinite(z) and z >= 1.0 for z in zs):
-        raise ValueError(f"zooms must be a non-empty sequence of finite numbers >= 1; got {zooms!r}")
+    except (TypeError, ValueError, OverflowError):
+        raise TypeError(f"zooms must be a sequence of real numbers in [1, 1e6]; got "
+                        f"{zooms!r}") from None
+    if not zs or not all(1.0 <= z <= 1e6 for z in zs):
+        raise ValueError(f"zooms must be a non-empty sequence of numbers in [1, 1e6]; got "
+                         f"{zooms!r}")
     return _run("zoom_blur", image, zooms=zs)
 
 
 @_documented
 def gaussian_blur(image, kernel_size: int, sigma: float | None = None) -> np.ndarray:
     """torchvision-style Gaussian blur with an odd ``kernel_size`` (pixels) and ``sigma``
-    (pixels; default torchvision's ``0.3 * ((kernel_size - 1) / 2 - 1) + 0.8``)."""
+    (pixels in [1e-3, 1024]; default torchvision's ``0.3 * ((kernel_size - 1) / 2 - 1) + 0.8``)."""
     k = check_positive(kernel_size, "kernel_size", integer=True, upper=2 * MAX_RADIUS + 1)
     if k % 2 == 0:
         raise ValueError(f"kernel_size must be an odd int >= 1; got {kernel_size!r}")
-    s = 0.3 * ((k - 1) * 0.5 - 1) + 0.8 if sigma is None else check_positive(sigma, "sigma")
+    s = 0.3 * ((k - 1) * 0.5 - 1) + 0.8 if sigma is None else _check_sigma(sigma, "sigma")
     return _run("gaussian_blur", image, kernel_size=k, sigma=s)
 
 
@@ -200,15 +220,22 @@ def saturate(image, shift: float) -> np.ndarray:
     return _run("saturate", image, shift=float(shift))
 
 
-def _int_array(values, name: str, *, minimum=None) -> np.ndarray:
+#: Bound on pixel coordinates given to the functional layer (|x|, |y| <= 2**30): far outside any
+#: image, and small enough that no kernel's index arithmetic can overflow int64.
+MAX_COORD = 2 ** 30
+
+
+def _int_array(values, name: str, *, minimum=-MAX_COORD, maximum=MAX_COORD) -> np.ndarray:
+    """A 1-D int64 array of ints in [minimum, maximum], checked before the cast (a uint64 or
+    huge value must not wrap)."""
     try:
         arr = np.asarray(values)
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be a sequence of ints; got {values!r}") from None
     if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
         raise TypeError(f"{name} must be a 1-D sequence of ints; got {values!r}")
-    if minimum is not None and arr.size and arr.min() < minimum:
-        raise ValueError(f"{name} must be >= {minimum}; got {values!r}")
+    if arr.size and (int(arr.min()) < minimum or int(arr.max()) > maximum):
+        raise ValueError(f"{name} must hold ints in {minimum}..{maximum}; got {values!r}")
     return arr.astype(np.int64)
 
 
@@ -231,10 +258,11 @@ def black_corner(image, radius: int) -> np.ndarray:
 def stain_deposit(image, x, y, ink, *, ink_side: int = 24, side: int | None = None) -> np.ndarray:
     """Zero the pixels under ink marks of the reference's ink set (``assets/inks.npz``).
 
-    x, y : sequences of int, top-left column and row of each mark (pixels; cropped at edges).
+    x, y : sequences of int, top-left column and row of each mark (pixels, |x|, |y| <= 2**30;
+        cropped at edges).
     ink : sequence of int in 0..9, which of the ten masks each mark uses.
     ink_side : 12, 16, 24, 32 or 42, the ink set (stored mask side in pixels).
-    side : int >= 1 or None, the side at which masks are drawn (None: ``ink_side``).
+    side : int in 1..1024 or None, the side at which masks are drawn (None: ``ink_side``).
     """
     xs, ys = _int_array(x, "x"), _int_array(y, "y")
     inks = _int_array(ink, "ink", minimum=0)
@@ -243,26 +271,30 @@ def stain_deposit(image, x, y, ink, *, ink_side: int = 24, side: int | None = No
         raise ValueError(f"ink must hold mask indices 0..9; got {ink!r}")
     if ink_side not in (12, 16, 24, 32, 42):
         raise ValueError(f"ink_side must be one of 12, 16, 24, 32, 42; got {ink_side!r}")
-    s = ink_side if side is None else check_positive(side, "side", integer=True)
+    s = ink_side if side is None else check_positive(side, "side", integer=True,
+                                                      upper=MAX_RADIUS)
     return _run("stain_deposit", image, ink_side=int(ink_side), side=int(s), ink=inks, x=xs, y=ys)
 
 
 @_documented
 def bubble(image, x, y, radius, *, border: int = 2) -> np.ndarray:
     """MedMNIST-C bubbles: for each centre (x[i], y[i]) a white disk of ``radius[i] + border``
-    pixels at alpha 130, then one of ``radius[i]`` at alpha 100, composited as Pillow's paste."""
+    pixels at alpha 130, then one of ``radius[i]`` at alpha 100, composited as Pillow's paste.
+    Centres are ints with ``|x|, |y| <= 2**30``; radius and border ints in 0..1024."""
     xs, ys = _int_array(x, "x"), _int_array(y, "y")
-    r = _int_array(radius, "radius", minimum=0)
+    r = _int_array(radius, "radius", minimum=0, maximum=MAX_RADIUS)
     _same_length(x=xs, y=ys, radius=r)
-    if not isinstance(border, (int, np.integer)) or isinstance(border, bool) or border < 0:
-        raise ValueError(f"border must be an int >= 0 (pixels); got {border!r}")
+    if (not isinstance(border, (int, np.integer)) or isinstance(border, bool)
+            or not 0 <= border <= MAX_RADIUS):
+        raise ValueError(f"border must be an int in 0..{MAX_RADIUS} (pixels); got {border!r}")
     return _run("bubble", image, x=xs, y=ys, inner=r, outer=r + int(border))
 
 
 @_documented
 def characters(image, texts, x, y, colors, *, font_size: float = 6.3) -> np.ndarray:
     """Draw antialiased words (printable ASCII) with Pillow's bundled font of ``font_size``
-    pixels, left end and baseline at (x[i], y[i]), RGB colour ``colors[i]`` (0..255)."""
+    pixels (1..1024), left end and baseline at (x[i], y[i]), RGB colour ``colors[i]``
+    (0..255)."""
     if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
         raise TypeError(f"texts must be a sequence of str; got {texts!r}")
     xs, ys = _int_array(x, "x"), _int_array(y, "y")
@@ -271,6 +303,8 @@ def characters(image, texts, x, y, colors, *, font_size: float = 6.3) -> np.ndar
             or (cols.size and (cols.min() < 0 or cols.max() > 255)):
         raise ValueError(f"colors must be (n, 3) ints in 0..255; got {colors!r}")
     _same_length(texts=texts, x=xs, y=ys, colors=cols)
-    size = check_positive(font_size, "font_size")
+    size = check_positive(font_size, "font_size", upper=MAX_RADIUS)
+    if size < 1.0:
+        raise ValueError(f"font_size must be in [1, {MAX_RADIUS}] pixels; got {font_size!r}")
     return _run("characters", image, texts=tuple(texts), sizes=(size,) * len(texts), x=xs, y=ys,
                 colors=cols.astype(np.int64))

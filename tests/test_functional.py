@@ -73,7 +73,7 @@ def test_functional_equals_public_with_same_values(rgb224):
     (lambda x: F.black_corner(x, -1), "radius must be an int >= 0"),
     (lambda x: F.stain_deposit(x, [1, 2], [3], [0]), "must have the same length"),
     (lambda x: F.stain_deposit(x, [1], [3], [10]), "ink must hold mask indices 0..9"),
-    (lambda x: F.bubble(x, [1], [1], [-3]), "radius must be >= 0"),
+    (lambda x: F.bubble(x, [1], [1], [-3]), "radius must hold ints in 0..1024"),
     (lambda x: F.characters(x, "abc", [1], [1], [[0, 0, 0]]), "texts must be a sequence of str"),
     (lambda x: F.characters(x, ["abc"], [1], [1], [[0, 0, 300]]), "colors must be"),
 ])
@@ -89,3 +89,48 @@ def test_non_finite_angle_is_a_value_error(rgb224):
         F.motion_blur(rgb224[0], 5, 2, float("nan"))
     with pytest.raises(TypeError, match="angle must be a finite real"):
         F.motion_blur(rgb224[0], 5, 2, "left")
+
+
+def test_out_of_range_parameters_rejected_clearly():
+    # Found by a newcomer trial: each used to segfault, wrap silently, end in MemoryError or
+    # raise from deep inside a kernel.
+    import medmnistc_fast as mf
+    from medmnistc_fast.augment import AugMedMNISTC
+    from medmnistc_fast.corruptions import pathology as P
+
+    x = np.zeros((32, 32, 3), np.uint8)
+    frozen = x.copy()
+    cases = [
+        (lambda: F.bubble(x, x=[-2 ** 62], y=[10], radius=[5]), ValueError, "x must hold ints"),
+        (lambda: F.bubble(x, x=[2 ** 63 - 1], y=[10], radius=[5]), ValueError, "x must hold"),
+        (lambda: F.bubble(x, [10], [10], [5], border=2 ** 63 - 1), ValueError, "border"),
+        (lambda: F.bubble(x, [10], [10], [10 ** 6]), ValueError, "radius must hold"),
+        (lambda: F.stain_deposit(x, [10], [10], np.array([2 ** 63 + 5], np.uint64)),
+         ValueError, "ink must hold"),
+        (lambda: F.stain_deposit(x, np.array([2 ** 64 - 10], np.uint64), [10], [0]),
+         ValueError, "x must hold"),
+        (lambda: F.stain_deposit(x, [0], [0], [0], side=10 ** 6), ValueError, "side"),
+        (lambda: P.marking(x, (10 ** 5, 10 ** 5)), ValueError, "size must be a pair"),
+        (lambda: P.marking(x, (10, 10), (2 ** 62, 0)), ValueError, "position"),
+        (lambda: F.defocus_blur(x, 1, 1e-200), ValueError, "alias_sigma"),
+        (lambda: F.motion_blur(x, 5, 1e-200, 0), ValueError, "sigma"),
+        (lambda: F.motion_blur(x, 5, 5, 10 ** 400), ValueError, "angle"),
+        (lambda: F.gaussian_blur(x, 3, 1e-300), ValueError, "sigma"),
+        (lambda: F.gaussian_blur(x, 3, 1e39), ValueError, "sigma"),
+        (lambda: F.zoom_blur(x, "12"), TypeError, "zooms"),
+        (lambda: F.zoom_blur(x, [1.0, 2e6]), ValueError, "zooms"),
+        (lambda: F.characters(x, ["ab"], [1], [10], [[0, 0, 0]], font_size=1e6), ValueError,
+         "font_size"),
+        (lambda: F.characters(x, ["ab"], [1], [10], [[0, 0, 0]], font_size=1e-300), ValueError,
+         "font_size"),
+        (lambda: AugMedMNISTC("pathmnist", n_ops=10 ** 9), ValueError, "n_ops"),
+    ]
+    for call, exc, msg in cases:
+        with pytest.raises(exc, match=msg):
+            call()
+    assert np.array_equal(x, frozen)
+    # out= overlapping the caller's (non-contiguous) images is refused too.
+    base = np.stack([np.arange(32 * 32 * 3, dtype=np.uint8).reshape(32, 32, 3)] * 2)
+    view = base[..., ::-1]
+    with pytest.raises(ValueError, match="share memory"):
+        mf.corrupt_batch(view, "pixelate", 3, dataset="pathmnist", seed=0, out=base)

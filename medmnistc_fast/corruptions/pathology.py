@@ -133,6 +133,9 @@ INK_MEAN = (34.0, 21.0, 18.0)
 #: Top-left corner (x = column, y = row) of the blot, pixels at the reference size, by reference
 #: size (spec, "marking": x = 17, y = 10 at 96 px; 27, 13 at 224).
 MARKING_POSITIONS = {96: (17, 10), 224: (27, 13)}
+#: Largest blot side accepted by :func:`marking` (pixels): the blot is built as a full
+#: height x width array, so unbounded sizes would only end in MemoryError.
+MAX_MARKING = 4096
 #: Sub-pixel samples per axis used to compute the blot's pixel coverage.
 _BLOT_SUPERSAMPLE = 4
 
@@ -503,15 +506,15 @@ def _check_real(value, name: str, lo: float, hi: float) -> float:
     return v
 
 
-def _check_int_pair(value, name: str, minimum=None) -> tuple:
+def _check_int_pair(value, name: str, minimum: int, maximum: int) -> tuple:
     ok = isinstance(value, (tuple, list, np.ndarray)) and len(value) == 2 and all(
         isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
         for v in value)
-    bound = "" if minimum is None else f" >= {minimum}"
+    bound = f" in {minimum}..{maximum}"
     if not ok:
         raise TypeError(f"{name} must be a pair of ints{bound}; got {value!r}")
     pair = (int(value[0]), int(value[1]))
-    if minimum is not None and min(pair) < minimum:
+    if min(pair) < minimum or max(pair) > maximum:
         raise ValueError(f"{name} must be a pair of ints{bound}; got {value!r}")
     return pair
 
@@ -558,10 +561,11 @@ def marking(image, size, position=None, *, seed=None) -> np.ndarray:
     ----------
     image : ndarray, shape (H, W), (H, W, 1) or (H, W, 3), uint8
     size : (int, int)
-        (width, height) of the blot's bounding box in pixels, each >= 1.
+        (width, height) of the blot's bounding box in pixels, each in 1..4096
+        (:data:`MAX_MARKING`).
     position : (int, int) or None
-        (x, y) = column and row of the box's top-left corner in pixels (the part outside the
-        image is cropped); None draws it uniformly so that the blot lies inside the image
+        (x, y) = column and row of the box's top-left corner in pixels, each with absolute
+        value <= 2**30 (the part outside the image is cropped); None draws it uniformly so that the blot lies inside the image
         (along a side where the blot is larger, so that the image lies inside its box).
         The pathology suite uses (17, 10) at 96 px and (27, 13) at 224 px.
     seed : int >= 0 or None
@@ -577,11 +581,11 @@ def marking(image, size, position=None, *, seed=None) -> np.ndarray:
         Bad image, size, position or seed.
     """
     hwc = as_hwc(image)
-    w, h = _check_int_pair(size, "size", minimum=1)
+    w, h = _check_int_pair(size, "size", 1, MAX_MARKING)
     if position is None:
         values = _random_corner(key_from_seed(check_seed(seed)), hwc.shape, w, h)
     else:
-        x, y = _check_int_pair(position, "position")
+        x, y = _check_int_pair(position, "position", -2 ** 30, 2 ** 30)
         values = {"width": w, "height": h, "x": x, "y": y}
     return marking_kernel(hwc, **values).reshape(image.shape)
 
