@@ -763,8 +763,11 @@ class _Task:
     out_offset: int = 0
 
 
-def _init_worker() -> None:  # pragma: no cover - runs in worker processes
-    """Process-pool initializer: one thread per worker; Ctrl-C is the parent's to handle."""
+def _init_worker(parent: int | None = None) -> None:  # pragma: no cover - in workers
+    """Process-pool initializer: one thread per worker; Ctrl-C is the parent's to handle; the
+    worker exits within a second of the process ``parent`` (the one running ``generate``)
+    disappearing, even when it was killed with SIGKILL and could not shut the pool down
+    (workers are the fork server's children, so they would otherwise outlive it)."""
     from .api import set_num_threads
 
     set_num_threads(1)
@@ -772,6 +775,24 @@ def _init_worker() -> None:  # pragma: no cover - runs in worker processes
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     except (ValueError, OSError):
         pass
+    if parent is not None:
+        import threading
+
+        threading.Thread(target=_exit_with, args=(parent,), daemon=True,
+                         name="medmnistc_fast-parent-watch").start()
+
+
+def _exit_with(pid: int) -> None:  # pragma: no cover - runs in worker processes
+    import time
+
+    while True:
+        time.sleep(1.0)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            os._exit(1)
+        except OSError:  # EPERM: a process of another user has that pid: keep watching
+            pass
 
 
 def _warm_worker(calls) -> None:  # pragma: no cover - runs in worker processes
@@ -924,7 +945,7 @@ class _PoolRunner:
         if method == "forkserver":
             ctx.set_forkserver_preload(["__main__", __name__])  # no effect once it runs
         self._ex = ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                       initializer=_init_worker)
+                                       initializer=_init_worker, initargs=(os.getpid(),))
         self.capacity = 2 * workers + 1
         self.whole_files = workers
         self._starter = threading.Thread(target=self._start, args=(workers, tuple(warm)),

@@ -322,3 +322,49 @@ def test_list_text(capsys):
     assert "pathology224  (RGB, pathology suite, tables for 224 px, 9 corruptions)" in out
     assert "  hue               0.02, 0.04, 0.06, 0.08, 0.1" in out
     assert "  marking           (24, 26), (49, 53), (75, 80), (101, 107), (126, 135)" in out
+
+
+def _descendants(pid):
+    out, todo = [], [pid]
+    while todo:
+        kids = _children(todo.pop())
+        out += kids
+        todo += kids
+    return out
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to list worker processes")
+def test_sigkill_leaves_no_workers_and_resumes(gray_root, tmp_path):
+    """SIGKILL on the parent cannot be handled: the pool workers (children of the fork server)
+    notice the parent is gone and exit, and a re-run completes to the bytes of a full run."""
+    args = ["generate", "--dataset", "chestmnist", "--root", str(gray_root), "--size", "64",
+            "--workers", "2", "--chunk-size", "20", "--seed", "5", "--quiet"]
+    full = tmp_path / "full"
+    assert main(args + ["--out", str(full)]) == 0
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "medmnistc_fast.cli", *args, "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        tree_pids = []
+        while proc.poll() is None and time.monotonic() < deadline:
+            tree_pids = _descendants(proc.pid)
+            if len(tree_pids) >= 3 and (out / "chestmnist" / "manifest.json").exists():
+                break
+            time.sleep(0.005)
+        assert proc.poll() is None, "the run finished before it could be killed"
+        tree_pids = _descendants(proc.pid)
+        proc.kill()
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    deadline = time.monotonic() + 30
+    while any(_alive(k) for k in tree_pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [k for k in tree_pids if _alive(k)]
+    for k in left:  # do not leave them behind if the assertion fails
+        os.kill(k, signal.SIGKILL)
+    assert not left, "processes outlived the killed parent"
+    assert main(args + ["--out", str(out)]) == 0
+    assert tree(out) == tree(full)
