@@ -1760,35 +1760,36 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         for run in runs:
             created = _first_missing(run.dir)
             os.makedirs(run.dir, exist_ok=True)
-            try:
-                removed = _clean_temps(run.dir)
-                run.plan()
-                if run.jobs:
-                    if scheduler is None and workers > 1:
-                        # Workers start while the input is unpacked (below).
-                        get_runner(run.warm_calls())
-                    run.prepare_source(get_runner)  # unpacks / decodes (and checks) the input
-            except BaseException:
-                if run.spool is not None:
-                    _remove(run.spool)
-                if created is not None:
-                    shutil.rmtree(created, ignore_errors=True)
-                raise
-            run.write_side_files()
-            run.write_manifest()
-            if run.jobs:
+            with _dir_lock(run.dir):
                 try:
-                    total = sum(j.rows for j in run.jobs)
-                    with tqdm(total=total, unit="img", desc=run.inp.dataset,
-                              disable=not progress, dynamic_ncols=True) as bar:
-                        run.run(get_runner(), bar)
-                finally:
+                    removed = _clean_temps(run.dir)
+                    run.plan()
+                    if run.jobs:
+                        if scheduler is None and workers > 1:
+                            # Workers start while the input is unpacked (below).
+                            get_runner(run.warm_calls())
+                        run.prepare_source(get_runner)  # unpacks / decodes (and checks) the input
+                except BaseException:
                     if run.spool is not None:
                         _remove(run.spool)
-            results.append({"dataset": run.inp.dataset, "dir": run.dir,
-                            "written": [j.corruption for j in run.jobs],
-                            "skipped": list(run.skipped), "removed_temps": removed,
-                            "manifest": dict(run.params, files=run.files)})
+                    if created is not None:
+                        shutil.rmtree(created, ignore_errors=True)
+                    raise
+                run.write_side_files()
+                run.write_manifest()
+                if run.jobs:
+                    try:
+                        total = sum(j.rows for j in run.jobs)
+                        with tqdm(total=total, unit="img", desc=run.inp.dataset,
+                                  disable=not progress, dynamic_ncols=True) as bar:
+                            run.run(get_runner(), bar)
+                    finally:
+                        if run.spool is not None:
+                            _remove(run.spool)
+                results.append({"dataset": run.inp.dataset, "dir": run.dir,
+                                "written": [j.corruption for j in run.jobs],
+                                "skipped": list(run.skipped), "removed_temps": removed,
+                                "manifest": dict(run.params, files=run.files)})
     except BaseException:
         if runner is not None:
             runner.close(cancel=True)
@@ -1798,6 +1799,39 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         if runner is not None:
             runner.close()
     return results
+
+
+@contextlib.contextmanager
+def _dir_lock(path: str):
+    """Hold an exclusive lock on the output folder ``path`` during one dataset's run (``flock``
+    on the folder itself: no lock file). A second run on the same folder stops at once instead
+    of removing the first one's temporary files. Where folders cannot be locked (no ``fcntl``,
+    some network file systems) runs go unlocked, as before.
+
+    Raises
+    ------
+    ValueError
+        Another run (of this or another process) holds the folder.
+    """
+    try:
+        import fcntl
+
+        fd = os.open(path, os.O_RDONLY)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ValueError(f"{path} is being written by another generate run (same --out "
+                             f"and dataset); wait for it to finish or choose another --out"
+                             ) from None
+        except OSError:  # locking not supported on this file system
+            pass
+        yield
+    finally:
+        os.close(fd)
 
 
 def _first_missing(path: str) -> str | None:

@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import os
+import sys
 import zipfile
 import zlib
 
@@ -440,3 +441,24 @@ def test_npz_writer_streaming(tmp_path, compress):
             np.testing.assert_array_equal(z["test_images"], x)
             np.testing.assert_array_equal(z["test_labels"], lab)
     assert digests[0] == digests[1]  # chunking does not change the bytes
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="folder locks use fcntl")
+def test_concurrent_run_on_the_same_folder_is_refused(root, tmp_path):
+    # A second run on a folder that another run is writing stops at once (it used to delete
+    # the first run's temporary files); once the folder is free, the run goes ahead.
+    import fcntl
+
+    d = tmp_path / "out" / GRAY_DS
+    d.mkdir(parents=True)
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)   # what a running generate holds
+        with pytest.raises(ValueError, match="being written by another generate run"):
+            generate(GRAY_DS, tmp_path / "out", root=root, size=SIZE, workers=1)
+        assert os.listdir(d) == []
+    finally:
+        os.close(fd)
+    generate(GRAY_DS, tmp_path / "out", root=root, size=SIZE, workers=1,
+             corruptions=["pixelate"])
+    assert os.path.exists(d / "pixelate.npz")
