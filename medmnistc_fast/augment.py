@@ -292,6 +292,10 @@ def _select(dataset, corruptions, folds) -> list:
                             f"got {corruptions!r}")
         wanted = {check_corruption(dataset, c) for c in corruptions}
         chosen = [c for c in available if c in wanted]
+        if not chosen:
+            raise ValueError(f"corruptions must name at least one of {dataset!r}'s corruptions "
+                             f"({', '.join(map(repr, available))}), or be None for all; got "
+                             f"{corruptions!r}")
     if folds is not None:
         if isinstance(folds, str):
             folds = (folds,)

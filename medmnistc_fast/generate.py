@@ -165,10 +165,15 @@ def output_dir(out, dataset: str, split: str = "test") -> str:
 
 
 def _missing_message(path: str, size: int) -> str:
-    return (f"MedMNIST+ file not found: {path}. Get it with `pip install medmnist` then "
-            f"`python -m medmnist download --size={size}` (downloads every dataset into "
-            f"~/.medmnist), or from {DOWNLOAD_URL}; point --root (root=) at the folder holding "
-            f"it, or use --sample (sample=True) to run on the embedded sample images.")
+    if size not in (28, 64, 128, 224):
+        get = (f"MedMNIST+ files come at 28, 64, 128 and 224 px only: at {size} px, write "
+               f"your own file in their format (test_images, test_labels)")
+    else:
+        get = (f"Get it with `pip install medmnist` then `python -m medmnist download "
+               f"--size={size}` (downloads every dataset into ~/.medmnist), or from "
+               f"{DOWNLOAD_URL}")
+    return (f"MedMNIST+ file not found: {path}. {get}; point --root (root=) at the folder "
+            f"holding it, or use --sample (sample=True) to run on the embedded sample images.")
 
 
 # ======================================================================= argument normalisation

@@ -256,7 +256,8 @@ def test_read_only_and_non_contiguous_inputs_not_modified():
     (dict(dataset="pathmnist", levels=(4, 2)), ValueError, "levels"),
     (dict(dataset="pathmnist", levels=3), TypeError, "levels"),
     (dict(dataset="pathmnist", seed=-1), ValueError, "seed"),
-    (dict(dataset="pathmnist", corruptions=[], identity=False), ValueError, "no choice left"),
+    (dict(dataset="pathmnist", corruptions=[], identity=False), ValueError, "at least one"),
+    (dict(dataset="pathmnist", corruptions=[]), ValueError, "at least one"),
     (dict(dataset="pathmnist", folds="noise"), ValueError, "select none of"),
 ])
 def test_constructor_errors(kwargs, exc, match):

@@ -324,6 +324,10 @@ def test_missing_file_message(tmp_path):
     assert os.path.join(str(tmp_path), "octmnist_64.npz") in msg
     assert "pip install medmnist" in msg and "--size=64" in msg and "--sample" in msg
     assert "zenodo.org/records/10519652" in msg
+    # A size MedMNIST+ does not come in: no download command that cannot work.
+    with pytest.raises(FileNotFoundError) as ei:
+        generate("octmnist", tmp_path / "out", root=tmp_path, size=100, workers=1)
+    assert "--size=100" not in str(ei.value) and "28, 64, 128 and 224 px only" in str(ei.value)
     assert not (tmp_path / "out").exists()
     assert input_path(tmp_path, "octmnist", 28).endswith("octmnist.npz")
 
