@@ -89,7 +89,7 @@ def test_small_and_odd_sizes_do_not_crash():
 
 
 def test_gamma_lut_equals_torchvision_formula_for_random_gammas():
-    """The vectorised table equals the per-value Python ``pow`` of torchvision's PIL
+    """The table (C++ ``pow``) equals the per-value Python ``pow`` of torchvision's PIL
     adjust_gamma for arbitrary (augmentation-drawn) gammas, including near-integer products."""
     from medmnistc_fast.corruptions.color import gamma_lut
 
@@ -100,7 +100,7 @@ def test_gamma_lut_equals_torchvision_formula_for_random_gammas():
 
 
 def test_blend_luts_equal_pillows_blend():
-    """Brightness and contrast tables (NumPy float32) against Pillow's own Image.blend for random
+    """Brightness and contrast tables (C++ float32) against Pillow's own Image.blend for random
     factors inside and outside [0, 1] and random gray levels."""
     from medmnistc_fast.corruptions.color import brightness_lut, contrast_lut
 
