@@ -1068,18 +1068,6 @@ MMC_INLINE void disk_store_gauss(uint8_t* __restrict out, const std::uint16_t* _
     }
 }
 
-MMC_INLINE void disk_store_divided(uint8_t* __restrict out, const std::uint16_t* __restrict b,
-                                   const DiskPlan& plan, ptrdiff_t n) {
-    const std::uint32_t add = plan.div_add, mul = plan.div_mul, shift = plan.div_shift,
-                        sub = plan.div_sub;
-    for (ptrdiff_t i = 0; i < n; ++i) out[i] = disk_divide(b[i], add, mul, shift, sub);
-}
-
-MMC_INLINE void disk_store_scaled(uint8_t* __restrict out, const std::uint16_t* __restrict b,
-                                  double wc, ptrdiff_t n) {
-    for (ptrdiff_t i = 0; i < n; ++i) out[i] = disk_quantise(wc * static_cast<double>(b[i]));
-}
-
 // Reflect-101 padding of the whole image by fw pixels left and right into `padded` (h rows of
 // (w + 2 fw) c samples): the source pixel of every padded column, then one copy per row.
 MMC_INLINE void disk_pad_image(const uint8_t* src, const Shape& s, ptrdiff_t fw,
@@ -1150,11 +1138,11 @@ MMC_INLINE void disk_rows_filter_body(const uint8_t* src, uint8_t* dst, const Sh
     };
     // Disk sums B(y', x) = sum_j sum_{|dy| <= h_j} D_j(y' + dy, x), updated in place from row to
     // row by the entering and leaving rows of every ring (modulo 2^16, exact).
-    // First row of disk sums: slot 0 of the two rows of Gaussian-free plans, slot of row -1 in
-    // the three of Gaussian plans.
-    const bool gauss = plan.gauss;
-    std::uint16_t* b = sized(scratch.b, 3 * lb) + (gauss ? 2 * lb : 0);
-    const ptrdiff_t y_first = gauss ? -1 : 0;
+    // First row of disk sums: row -1, in the slot ((-1 + 3) % 3) of the three rows y - 1, y,
+    // y + 1 the Gaussian needs. (Only Gaussian plans come here: Gaussian-free ones take the
+    // strip form below.)
+    std::uint16_t* b = sized(scratch.b, 3 * lb) + 2 * lb;
+    const ptrdiff_t y_first = -1;
     {
         std::vector<const std::uint16_t*> rows;
         for (ptrdiff_t j = 0; j < nr; ++j) {
@@ -1176,18 +1164,6 @@ MMC_INLINE void disk_rows_filter_body(const uint8_t* src, uint8_t* dst, const Sh
         }
         disk_update(to, from, enter.data(), leave.data(), nr, lb);
     };
-    if (!gauss) {
-        for (ptrdiff_t y = 0; y < h; ++y) {
-            std::uint16_t* by = scratch.b.data() + (y % 2) * lb;  // B(y), B(y - 1) alternate
-            if (y > 0) advance(y - 1, scratch.b.data() + ((y - 1) % 2) * lb, by);
-            if (plan.div) {
-                disk_store_divided(dst + y * row, by + c, plan, row);
-            } else {
-                disk_store_scaled(dst + y * row, by + c, plan.wc, row);
-            }
-        }
-        return;
-    }
     // Gaussian plans: disk sums of rows y - 1, y, y + 1 (row yv in slot (yv + 3) % 3), their
     // horizontal border corrections Eh (x in [0, w)), the vertical ones Ev of the output row.
     std::uint16_t* bring = scratch.b.data();

@@ -385,12 +385,6 @@ def _read_pil(image, name: str):
     return digital.from_pil(image, 1 if mode == "L" else 3)
 
 
-def _pil_image(arr: np.ndarray, mode: str):
-    """A read-only PIL image of mode 'L' or 'RGB' on the pixels of C-contiguous uint8 ``arr``
-    ((H, W[, 1]) or (H, W, 3)): :func:`medmnistc_fast.corruptions.digital.pil_from_buffer`."""
-    return digital.pil_from_buffer(arr, mode)
-
-
 def _to_array(image, name: str, batched: bool):
     """Caller's image -> (uint8 ndarray (H, W, C) or (N, H, W, C), _Adapter).
 
@@ -450,7 +444,7 @@ def _from_array(out: np.ndarray, ad: _Adapter):
             return np.ascontiguousarray(out.reshape(ad.shape))
         return (out.reshape(ad.shape).astype(ad.dtype) / ad.dtype.type(255)).astype(ad.dtype)
     if ad.kind == "pil":
-        return _pil_image(np.ascontiguousarray(out.reshape(ad.shape)), ad.ref)
+        return digital.pil_from_buffer(np.ascontiguousarray(out.reshape(ad.shape)), ad.ref)
     torch = _torch()
     res = torch.from_numpy(np.ascontiguousarray(np.moveaxis(out, -1, -3)))
     if ad.dtype != torch.uint8:
@@ -684,7 +678,8 @@ class AugMedMNISTC:
         # Inverse-CDF choice (a zero-weight choice has an empty interval and is never picked).
         # The n_ops uniforms are drawn first (one g.random(n) call, or g.random() for n = 1:
         # the same doubles), then each chosen corruption's parameter and key, in order.
-        cdf, last, choices, plans = self._cdf_list, len(self.choices) - 1, self.choices, self._plans()
+        cdf, last, choices = self._cdf_list, len(self.choices) - 1, self.choices
+        plans = self._plans()
         us = (g.random(),) if self.n_ops == 1 else g.random(self.n_ops).tolist()
         ops = []
         for u in us:
