@@ -9,9 +9,12 @@ Ours is ``medmnistc_fast.augment.AugMedMNISTC(flag, seed=0).warm_up()``, the ref
 ``medmnistc.augmentation.AugMedMNISTC(CORRUPTIONS_DS[flag])`` (medmnistc 0.1.0, in its own
 venv). Transform construction (ours: ``warm_up``, which loads the kernels and builds the noise
 tables before the workers fork) plus one epoch are the warm-up, reported apart; then REPEATS
-epochs are timed and the statistic is the median images per second (min-max spread). Each
-(side, configuration) runs in its own subprocess, the two sides alternating so that drifts in
-machine load hit both alike. One thread per process for every library (OMP/MKL/OpenBLAS/
+epochs are timed and a run's rate is the median images per second over them. Each
+(side, configuration) runs in its own subprocess, the sides alternating, and the whole
+alternation is repeated ROUNDS times (default 3) so that drifts in machine load (on a shared
+VM the same run can differ by a third from one minute to the next) hit both sides alike: the
+speed-up is the median over rounds of the round's ours / reference rate ratio, and the table
+also gives each side's median rate over rounds and the spread of all its epochs. One thread per process for every library (OMP/MKL/OpenBLAS/
 MagickWand thread limits 1, ``torch.set_num_threads(1)``, ``cv2.setNumThreads(1)``,
 ``medmnistc_fast.set_num_threads(1)``). Where the reference raises (stain_deposit and
 characters at 28 px: empty random ranges) or returns a wrong shape, the harness counts it and
@@ -184,11 +187,15 @@ def markdown(result: dict) -> str:
     lines = ["# Augmentation throughput through a DataLoader", "",
              f"Commit {meta['commit']}, {meta['date']}, {meta['machine']}. Ours: "
              f"{meta['ours_versions']}; reference: {meta.get('reference_versions') or 'not run'}.",
-             f"Images per second, median over {meta['repeats']} epochs after one warm-up epoch "
-             f"(spread min-max); batch {BATCH}; one thread per process; PIL images in, "
-             "uint8 arrays out; `AugMedMNISTC(flag)` over all the dataset's corruptions plus "
-             "identity. Reference failures: calls that raised or returned a wrong shape "
-             "(input returned instead).", "",
+             f"{meta.get('rounds', 1)} rounds per configuration, each running ours, no "
+             "transform and the reference one after the other in fresh processes. Images per "
+             f"second: median over rounds of each run's median over {meta['repeats']} epochs "
+             "after one warm-up epoch (spread: min-max of all epochs). Speed-up: median over "
+             "rounds of the round's ours / reference ratio (the rounds' ratios in brackets). "
+             f"{meta['n224']} images at 224 px, {meta['n28']} at 28 px; batch {BATCH}; one "
+             "thread per process; PIL images in, uint8 arrays out; `AugMedMNISTC(flag)` over "
+             "all the dataset's corruptions plus identity. Reference failures: calls that "
+             "raised or returned a wrong shape (input returned instead).", "",
              "Transform CPU ms/img: mean thread CPU time of one transform call plus "
              "`np.asarray` inside `__getitem__` (insensitive to other load on the machine).",
              "No transform: the same DataLoader with a transform that returns the image, the "
@@ -211,7 +218,9 @@ def markdown(result: dict) -> str:
             ceiling += f" ({row['ceiling_speedup']:.1f}x)"
         if r:
             ref = f"{r[0]:.0f} ({r[1]:.0f}-{r[2]:.0f})"
-            ratio = f"{row['speedup']:.1f}x"
+            rounds = ", ".join(f"{a / b:.1f}" for a, b in zip(row["ours_round_rates"],
+                                                             row["reference_round_rates"]))
+            ratio = f"{row['speedup']:.1f}x ({rounds})"
             cpu = (f"{row['ours_cpu_ms']:.3f} / {row['reference_cpu_ms']:.3f} "
                    f"({row['cpu_speedup']:.1f}x)")
             fails = f"{100 * row['reference_failure_rate']:.1f} %"
@@ -238,9 +247,11 @@ def markdown(result: dict) -> str:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_reference_arg(ap)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=3, help="timed epochs per run")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternations of the sides per configuration")
     ap.add_argument("--n28", type=int, default=2048, help="images at 28 px")
-    ap.add_argument("--n224", type=int, default=384, help="images at 224 px")
+    ap.add_argument("--n224", type=int, default=768, help="images at 224 px")
     ap.add_argument("--out", default=os.path.join(HERE, "results_augment.json"))
     ap.add_argument("--markdown", default=os.path.join(HERE, "RESULTS_augment.md"))
     ap.add_argument("--side", choices=("ours", "reference", "none"), help=argparse.SUPPRESS)
@@ -261,49 +272,53 @@ def main(argv=None):
         np.savez(src, **{f"{kind}{size}": sample_images(args.n28 if size == 28 else args.n224,
                                                           size, rgb=kind == "rgb")
                          for kind in ("rgb", "gray") for size in SIZES})
-        # One subprocess per (side, configuration), the two sides alternating, so that drifts
-        # in machine load hit both alike.
-        ours, none = {"results": {}}, {"results": {}}
-        ref = {"results": {}} if args.reference_python else None
+        # One subprocess per (side, configuration, round), the sides alternating, so that
+        # drifts in machine load hit both alike.
+        runs = {"ours": {}, "none": {}, "reference": {}}
+        versions = {}
+        sides = [("ours", sys.executable), ("none", sys.executable)]
+        if args.reference_python:
+            sides.append(("reference", args.reference_python))
         for config in (f"{d}/{s}/{w}" for d in DATASETS for s in SIZES for w in WORKERS):
-            o = _spawn(sys.executable, "ours", src, args.repeats, tmp, config)
-            ours["versions"] = o["versions"]
-            ours["results"].update(o["results"])
-            none["results"].update(
-                _spawn(sys.executable, "none", src, args.repeats, tmp, config)["results"])
-            if ref is not None:
-                r = _spawn(args.reference_python, "reference", src, args.repeats, tmp, config)
-                ref["versions"] = r["versions"]
-                ref["results"].update(r["results"])
+            for _ in range(args.rounds):
+                for side, python in sides:
+                    r = _spawn(python, side, src, args.repeats, tmp, config)
+                    versions[side] = r["versions"]
+                    runs[side].setdefault(config, []).append(r["results"][config])
             print(config, "done", flush=True)
     rows = {}
-    for key, o in ours["results"].items():
-        oi = o["images_per_s"]
-        ni = none["results"][key]["images_per_s"]
-        row = {"ours": [statistics.median(oi), min(oi), max(oi)],
-               "no_transform": [statistics.median(ni), min(ni), max(ni)],
-               "ours_warmup_s": o["warmup_epoch_s"], "n_images": o["n_images"],
-               "ours_cpu_ms": o["transform_cpu_ms"]}
-        if ref:
-            r = ref["results"][key]
-            ri = r["images_per_s"]
-            row.update({"reference": [statistics.median(ri), min(ri), max(ri)],
-                        "reference_warmup_s": r["warmup_epoch_s"],
-                        "reference_failure_rate": r["failure_rate"],
-                        "speedup": statistics.median(oi) / statistics.median(ri),
-                        "ceiling_speedup": statistics.median(ni) / statistics.median(ri),
-                        "reference_cpu_ms": r["transform_cpu_ms"],
-                        "cpu_speedup": r["transform_cpu_ms"] / o["transform_cpu_ms"]})
+    for key, o_runs in runs["ours"].items():
+        row = {"n_images": o_runs[0]["n_images"], "rounds": len(o_runs)}
+        for side, label in (("ours", "ours"), ("none", "no_transform"), ("reference", "reference")):
+            side_runs = runs[side].get(key)
+            if not side_runs:
+                continue
+            medians = [statistics.median(r["images_per_s"]) for r in side_runs]
+            epochs = [x for r in side_runs for x in r["images_per_s"]]
+            row[label] = [statistics.median(medians), min(epochs), max(epochs)]
+            row[f"{label}_round_rates"] = medians
+            row[f"{label}_warmup_s"] = statistics.median(r["warmup_epoch_s"] for r in side_runs)
+            row[f"{label}_cpu_ms"] = statistics.median(r["transform_cpu_ms"] for r in side_runs)
+        if "reference" in row:
+            r_runs = runs["reference"][key]
+            row["reference_failure_rate"] = max(r["failure_rate"] for r in r_runs)
+            row["speedup"] = statistics.median(
+                o / r for o, r in zip(row["ours_round_rates"], row["reference_round_rates"]))
+            row["ceiling_speedup"] = statistics.median(
+                n / r for n, r in zip(row["no_transform_round_rates"],
+                                      row["reference_round_rates"]))
+            row["cpu_speedup"] = row["reference_cpu_ms"] / row["ours_cpu_ms"]
         rows[key] = row
     import medmnistc_fast as mf
 
     result = {"meta": {"commit": git_commit(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
                        "machine": f"{platform.machine()} {os.cpu_count()} cores, "
                                   f"Python {platform.python_version()}",
-                       "version": mf.__version__, "repeats": args.repeats, "batch": BATCH,
+                       "version": mf.__version__, "repeats": args.repeats,
+                       "rounds": args.rounds, "batch": BATCH,
                        "n28": args.n28, "n224": args.n224,
-                       "ours_versions": ours["versions"],
-                       "reference_versions": ref["versions"] if ref else None},
+                       "ours_versions": versions["ours"],
+                       "reference_versions": versions.get("reference")},
               "rows": rows}
     with open(args.out + ".tmp", "w") as f:
         json.dump(result, f, indent=1)
