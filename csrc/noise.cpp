@@ -107,7 +107,9 @@ MMC_AVX512 void alias_avx512(const std::uint8_t* src, std::uint8_t* dst, std::pt
 // images in such a workload (chestmnist's augmentation): a cold call took 69 us, 41 us with
 // this pass; a warm call 28 us either way. Four independent accumulators keep the compiler
 // from turning the strided loop into gathers (a single-accumulator form gained 5 us, not 28).
-// Done for images of at least half as many elements as the table has entries.
+// Done for images of at least half as many elements as the table has entries, and only when
+// the table differs from the previous call's on this thread: a run over many images with one
+// table (generate) keeps it warm, and the pass would cost it about 2 us per call.
 std::uint32_t table_read_pass(const std::uint32_t* table) {
     std::uint32_t acc0 = 0, acc1 = 0, acc2 = 0, acc3 = 0;
     for (std::size_t i = 0; i < 256 * 256; i += 64) {
@@ -120,6 +122,7 @@ std::uint32_t table_read_pass(const std::uint32_t* table) {
 }
 
 std::atomic<std::uint32_t> g_table_sink{0};
+thread_local const std::uint32_t* t_last_table = nullptr;
 
 using Table = py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>;
 
@@ -134,9 +137,10 @@ ImageOut alias_sample(const ImageIn& image, const Table& table, std::uint64_t ke
     const std::uint32_t* t = table.data();
     {
         py::gil_scoped_release release;
-        if (s.size() >= 256 * 256 / 2) {
+        if (s.size() >= 256 * 256 / 2 && t != t_last_table) {
             g_table_sink.store(table_read_pass(t), std::memory_order_relaxed);
         }
+        t_last_table = t;
 #ifdef MMC_HAVE_AVX512
         if (!portable && cpu_has_avx512()) {
             alias_avx512(src, dst, s.size(), t, key);
