@@ -105,8 +105,8 @@ MMC_AVX512 void alias_avx512(const std::uint8_t* src, std::uint8_t* dst, std::pt
 // not in any cache: a 224 x 224 image touches nearly every line, one miss at a time in random
 // order. Read in order first, the hardware prefetcher streams it. Measured on gray 224 x 224
 // images in such a workload (chestmnist's augmentation): a cold call took 69 us, 41 us with
-// this pass; a warm call 28 us either way. Four independent accumulators keep the compiler
-// from turning the strided loop into gathers (a single-accumulator form gained 5 us, not 28).
+// this pass; a warm call 28 us either way. The same loop with a single accumulator gained
+// only 5 us (its code was not examined); four independent ones are what was measured here.
 // Done for images of at least half as many elements as the table has entries, and only when
 // the table differs from the previous call's on this thread: a run over many images with one
 // table (generate) keeps it warm, and the pass would cost it about 2 us per call.
