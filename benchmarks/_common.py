@@ -33,11 +33,27 @@ def git_commit() -> str:
 
 def add_output_args(ap: argparse.ArgumentParser, name: str) -> None:
     """``--json`` / ``--md`` (default ``results_{name}.json`` / ``RESULTS_{name}.md`` beside the
-    scripts) and ``--render-only``."""
-    ap.add_argument("--json", default=os.path.join(HERE, f"results_{name}.json"))
-    ap.add_argument("--md", default=os.path.join(HERE, f"RESULTS_{name}.md"))
+    scripts, the committed results, which a run overwrites) and ``--render-only``."""
+    ap.add_argument("--json", default=os.path.join(HERE, f"results_{name}.json"),
+                    help=f"JSON output (default: the committed benchmarks/results_{name}.json, "
+                         "overwritten)")
+    ap.add_argument("--md", default=os.path.join(HERE, f"RESULTS_{name}.md"),
+                    help=f"markdown output (default: the committed benchmarks/RESULTS_{name}.md, "
+                         "overwritten)")
     ap.add_argument("--render-only", action="store_true",
                     help="rewrite the markdown from an existing --json, measuring nothing")
+
+
+def write_results(args, result: dict, markdown) -> None:
+    """Write ``result`` to ``args.json`` and ``markdown(result)`` to ``args.md``, each through a
+    temporary file and ``os.replace`` (an interrupted run leaves the old files), and print the
+    markdown."""
+    text = markdown(result)
+    for path, content in ((args.json, json.dumps(result, indent=1)), (args.md, text)):
+        with open(path + ".tmp", "w") as f:
+            f.write(content)
+        os.replace(path + ".tmp", path)
+    print(text)
 
 
 def render_only(args, markdown) -> bool:

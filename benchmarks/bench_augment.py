@@ -41,7 +41,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from _common import add_reference_arg, git_commit, ratio_summary
+from _common import (add_output_args, add_reference_arg, git_commit, ratio_summary,
+                     render_only, write_results)
 
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MAGICK_THREAD_LIMIT",
              "MEDMNISTC_FAST_NUM_THREADS", "NUMBA_NUM_THREADS"):
@@ -252,13 +253,14 @@ def main(argv=None):
                     help="alternations of the sides per configuration")
     ap.add_argument("--n28", type=int, default=2048, help="images at 28 px")
     ap.add_argument("--n224", type=int, default=768, help="images at 224 px")
-    ap.add_argument("--out", default=os.path.join(HERE, "results_augment.json"))
-    ap.add_argument("--markdown", default=os.path.join(HERE, "RESULTS_augment.md"))
+    add_output_args(ap, "augment")
     ap.add_argument("--side", choices=("ours", "reference", "none"), help=argparse.SUPPRESS)
     ap.add_argument("--src", help=argparse.SUPPRESS)
     ap.add_argument("--dst", help=argparse.SUPPRESS)
     ap.add_argument("--config", action="append", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if render_only(args, markdown):
+        return 0
     if args.side:
         run_side(args.side, args.src, args.dst, args.repeats, args.config)
         return 0
@@ -320,14 +322,7 @@ def main(argv=None):
                        "ours_versions": versions["ours"],
                        "reference_versions": versions.get("reference")},
               "rows": rows}
-    with open(args.out + ".tmp", "w") as f:
-        json.dump(result, f, indent=1)
-    os.replace(args.out + ".tmp", args.out)
-    text = markdown(result)
-    with open(args.markdown + ".tmp", "w") as f:
-        f.write(text)
-    os.replace(args.markdown + ".tmp", args.markdown)
-    print(text)
+    write_results(args, result, markdown)
     return 0
 
 

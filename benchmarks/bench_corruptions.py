@@ -32,7 +32,8 @@ import numpy as np
 
 import medmnistc_fast as mf
 from medmnistc_fast.sample import sample_images
-from _common import add_reference_arg, git_commit, ratio_summary
+from _common import (add_output_args, add_reference_arg, git_commit, ratio_summary,
+                     render_only, write_results)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -152,9 +153,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_reference_arg(ap)
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--out", default=os.path.join(HERE, "results_corruptions.json"))
-    ap.add_argument("--markdown", default=os.path.join(HERE, "RESULTS_corruptions.md"))
+    add_output_args(ap, "corruptions")
     args = ap.parse_args(argv)
+    if render_only(args, markdown):
+        return 0
     mf.set_num_threads(1)
     images = {"rgb": sample_images(2, 224, rgb=True), "gray": sample_images(2, 224, rgb=False)}
     ours = time_ours(images, 0)  # warm-up calls only (timed apart)
@@ -184,14 +186,7 @@ def main(argv=None):
         "batch28": batch_throughput(),
         "batch224": batch_throughput(1000, 224, PAIRS_224),
     }
-    tmp = args.out + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(result, f, indent=1)
-    os.replace(tmp, args.out)
-    with open(args.markdown + ".tmp", "w") as f:
-        f.write(markdown(result))
-    os.replace(args.markdown + ".tmp", args.markdown)
-    print(markdown(result))
+    write_results(args, result, markdown)
 
 
 if __name__ == "__main__":

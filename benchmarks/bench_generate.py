@@ -51,7 +51,8 @@ import numpy as np
 import medmnistc_fast as mf
 from medmnistc_fast._npz import NpzWriter, deflate_segments
 from medmnistc_fast.sample import N_LABELS, sample_images
-from _common import add_output_args, add_reference_arg, git_commit, render_only
+from _common import (add_output_args, add_reference_arg, git_commit, render_only,
+                     write_results)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SIZE = 224
@@ -407,12 +408,7 @@ def main(argv=None):
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    with open(args.json, "w") as f:
-        json.dump(result, f, indent=1)
-    md = markdown(result)
-    with open(args.md, "w") as f:
-        f.write(md)
-    print(md)
+    write_results(args, result, markdown)
 
 
 if __name__ == "__main__":

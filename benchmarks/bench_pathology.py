@@ -28,7 +28,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -44,7 +43,7 @@ import medmnistc_fast as mf
 from medmnistc_fast import registry
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import add_output_args, git_commit, render_only  # noqa: E402
+from _common import add_output_args, git_commit, render_only, write_results  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PCAM_VAL = 32768
@@ -235,11 +234,7 @@ def main(argv=None) -> None:
     x = tiled(p96, args.n)
     res["full_set"] = [full_set(x, t) for t in args.threads]
     env["loadavg_after"] = [round(v, 2) for v in os.getloadavg()]
-    with open(args.json, "w") as f:
-        json.dump(res, f, indent=1)
-    with open(args.md, "w") as f:
-        f.write(markdown(res))
-    sys.stdout.write(markdown(res))
+    write_results(args, res, markdown)
 
 
 if __name__ == "__main__":

@@ -63,14 +63,14 @@ import numbers
 import os
 import sys
 import zlib
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
 from . import registry, rng
 from ._validation import (MIN_SIDE, _is_int, as_hwc, as_nhwc, check_corruption, check_dataset,
                           check_nonneg_int, check_seed)
-from .api import _check_threads, _pool, get_num_threads
+from .api import MAX_INDEX, _check_threads, _pool, get_num_threads
 from .corruptions import color, digital, kind_of, noise
 from .corruptions._spec import Context
 from .corruptions.artifacts import INK_SIDES
@@ -299,6 +299,9 @@ def _select(dataset, corruptions, folds) -> list:
     if folds is not None:
         if isinstance(folds, str):
             folds = (folds,)
+        if not isinstance(folds, (Sequence, set, frozenset)):
+            raise TypeError(f"folds must be a fold name or a sequence of fold names "
+                            f"({', '.join(map(repr, registry.FOLDS))}), or None; got {folds!r}")
         names = set()
         for f in folds:
             if f not in registry.FOLDS:
@@ -327,8 +330,9 @@ def _check_weights(weights, choices: list) -> np.ndarray:
                 raise ValueError(f"weights[{name!r}] must be a finite real number >= 0; "
                                  f"got {value!r}")
             w[choices.index(name)] = float(value)
-    if not w.sum() > 0:
+    if not w.max() > 0:
         raise ValueError("weights must give at least one choice a positive weight")
+    w = w / w.max()  # first, so that a sum of huge finite weights cannot overflow
     return w / w.sum()
 
 
@@ -670,7 +674,7 @@ class AugMedMNISTC:
             if epoch is not None:
                 raise ValueError("epoch is only used with index (keyed mode); got index=None")
             return self._stream()
-        index = check_nonneg_int(index, "index")
+        index = check_nonneg_int(index, "index", upper=MAX_INDEX - 1)
         epoch = 0 if epoch is None else check_nonneg_int(epoch, "epoch")
         return self._keyed(index, epoch)
 
@@ -788,7 +792,7 @@ class AugMedMNISTC:
             PIL mode 'L' or 'RGB'; ndarray ``(H, W)``, ``(H, W, 1)`` or ``(H, W, 3)``; tensor
             ``(C, H, W)``, C in {1, 3}. uint8, or floating in [0, 1] (ndarray, tensor).
             H, W >= 8.
-        index : int >= 0, optional
+        index : int in [0, 2**63), optional
             Sample index: keyed mode, the draws are a pure function of (seed, dataset, index,
             epoch). Default: stream mode.
         epoch : int >= 0, optional
@@ -818,7 +822,7 @@ class AugMedMNISTC:
         images : ndarray or torch.Tensor
             ndarray ``(N, H, W)``, ``(N, H, W, 1)`` or ``(N, H, W, 3)``; tensor
             ``(N, C, H, W)``. uint8, or floating in [0, 1].
-        start : int >= 0, optional
+        start : int >= 0, optional (``start + N - 1 < 2**63``)
             Keyed mode: image ``i`` uses index ``start + i``, so
             ``batch(X, start=a, epoch=e)[i]`` equals ``aug(X[i], index=a + i, epoch=e)``.
             Default: stream mode (one draw per image, in order).
@@ -846,7 +850,7 @@ class AugMedMNISTC:
             g = self._stream()
             plans = [self._draw_ops(g) for _ in range(n)]
         else:
-            start = check_nonneg_int(start, "start")
+            start = check_nonneg_int(start, "start", upper=MAX_INDEX - max(1, n))
             ep = 0 if epoch is None else check_nonneg_int(epoch, "epoch")
             plans = [self._draw_ops(self._keyed(start + i, ep)) for i in range(n)]
         out = np.empty_like(nhwc)
@@ -954,6 +958,9 @@ class EpochSampler:
     """
 
     def __init__(self, sampler, epoch: int = 0):
+        if not _is_int(sampler) and not isinstance(sampler, Iterable):
+            raise TypeError("sampler must be an iterable of indices (e.g. a torch Sampler) or an "
+                            f"int n (meaning range(n)); got {sampler!r}")
         self.sampler = range(check_nonneg_int(sampler, "sampler")) if _is_int(sampler) else sampler
         self.epoch = check_nonneg_int(epoch, "epoch")
 

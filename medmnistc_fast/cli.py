@@ -64,8 +64,8 @@ def _add_source(p: argparse.ArgumentParser, folder: bool = False) -> None:
     p.add_argument("--sample-n", type=_positive_int, default=30, metavar="N",
                    help="images per split of the sample (default 30)")
     p.add_argument("--size", type=_positive_int, default=None,
-                   help="image side of MedMNIST+ files and the sample in pixels: 28, 64, 128 "
-                        "or 224 (default 224); not used with --from-folder")
+                   help="image side in pixels (default 224): MedMNIST+ files come at 28, 64, "
+                        "128 and 224; with --sample any side >= 8; not used with --from-folder")
     p.add_argument("--split", default="test", choices=("test", "val", "train"),
                    help="split to read (default test)")
 

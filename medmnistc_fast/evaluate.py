@@ -43,7 +43,6 @@ import io
 import json
 import numbers
 import os
-import tempfile
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
@@ -52,6 +51,7 @@ from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from ._fileio import write_text_atomic
 from ._baselines import ALEXNET_BASELINES, DATASET_CORRUPTIONS, DATASET_N_CLASSES, DATASET_TASKS, TASKS
 
 __all__ = [
@@ -478,19 +478,7 @@ class RobustnessReport:
         """
         dest = Path(path)
         text = json.dumps(self.to_dict(), indent=indent, allow_nan=False) + "\n"
-        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, dest)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
+        write_text_atomic(dest, text)
         return dest
 
     def to_markdown(self, digits: int = 4) -> str:

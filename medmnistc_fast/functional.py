@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -215,7 +216,10 @@ def gamma_correction(image, gamma: float) -> np.ndarray:
 def saturate(image, shift: float) -> np.ndarray:
     """HSV saturation ``S = clip(S + shift, 0, 1)`` (scikit-image rgb2hsv / hsv2rgb);
     ``shift`` in [-1, 1]."""
-    if not isinstance(shift, numbers.Real) or isinstance(shift, bool) or not -1 <= shift <= 1:
+    if not isinstance(shift, numbers.Real) or isinstance(shift, bool):
+        raise TypeError(f"shift must be a real number in [-1, 1]; got {shift!r} "
+                        f"({type(shift).__name__})")
+    if not -1 <= shift <= 1:
         raise ValueError(f"shift must be a real number in [-1, 1]; got {shift!r}")
     return _run("saturate", image, shift=float(shift))
 
@@ -249,7 +253,10 @@ def _same_length(**arrays) -> None:
 def black_corner(image, radius: int) -> np.ndarray:
     """Zero everything outside the filled circle of ``radius`` pixels (int >= 0) centred at
     ``(W // 2, H // 2)``, rasterised as OpenCV's filled ``cv2.circle``."""
-    if not isinstance(radius, (int, np.integer)) or isinstance(radius, bool) or radius < 0:
+    if not isinstance(radius, (int, np.integer)) or isinstance(radius, bool):
+        raise TypeError(f"radius must be an int >= 0 (pixels); got {radius!r} "
+                        f"({type(radius).__name__})")
+    if radius < 0:
         raise ValueError(f"radius must be an int >= 0 (pixels); got {radius!r}")
     return _run("black_corner", image, radius=int(radius))
 
@@ -284,8 +291,10 @@ def bubble(image, x, y, radius, *, border: int = 2) -> np.ndarray:
     xs, ys = _int_array(x, "x"), _int_array(y, "y")
     r = _int_array(radius, "radius", minimum=0, maximum=MAX_RADIUS)
     _same_length(x=xs, y=ys, radius=r)
-    if (not isinstance(border, (int, np.integer)) or isinstance(border, bool)
-            or not 0 <= border <= MAX_RADIUS):
+    if not isinstance(border, (int, np.integer)) or isinstance(border, bool):
+        raise TypeError(f"border must be an int in 0..{MAX_RADIUS} (pixels); got {border!r} "
+                        f"({type(border).__name__})")
+    if not 0 <= border <= MAX_RADIUS:
         raise ValueError(f"border must be an int in 0..{MAX_RADIUS} (pixels); got {border!r}")
     return _run("bubble", image, x=xs, y=ys, inner=r, outer=r + int(border))
 
@@ -295,8 +304,9 @@ def characters(image, texts, x, y, colors, *, font_size: float = 6.3) -> np.ndar
     """Draw antialiased words (printable ASCII) with Pillow's bundled font of ``font_size``
     pixels (1..1024), left end and baseline at (x[i], y[i]), RGB colour ``colors[i]``
     (0..255)."""
-    if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
-        raise TypeError(f"texts must be a sequence of str; got {texts!r}")
+    if (isinstance(texts, str) or not isinstance(texts, Sequence)
+            or not all(isinstance(t, str) for t in texts)):
+        raise TypeError(f"texts must be a sequence (list, tuple) of str; got {texts!r}")
     xs, ys = _int_array(x, "x"), _int_array(y, "y")
     cols = np.asarray(colors)
     if cols.ndim != 2 or cols.shape[1:] != (3,) or not np.issubdtype(cols.dtype, np.integer) \

@@ -94,7 +94,6 @@ import json
 import math
 import os
 import re
-import secrets
 import shutil
 import signal
 import struct
@@ -106,6 +105,9 @@ import numpy as np
 from . import registry
 from ._npz import (NpzWriter, copy_member_data, crc32, deflate_segments, inspect_npz,
                    read_member_array)
+from ._fileio import remove as _remove
+from ._fileio import tmp_name as _tmp_name
+from ._fileio import write_text_atomic as _write_text_atomic
 from ._version import __version__
 from ._validation import check_dataset
 from .api import corrupt, corrupt_batch, severity_table
@@ -1051,20 +1053,6 @@ def _sync_and_uncache(fd: int) -> None:
             pass
 
 
-def _tmp_name(directory: str, name: str) -> str:
-    return os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
-
-
-def _remove(path: str) -> None:
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        try:
-            os.remove(path)
-        except FileNotFoundError:
-            pass
-
-
 def _clean_temps(directory: str) -> list:
     removed = []
     if os.path.isdir(directory):
@@ -1083,22 +1071,6 @@ def _dumps(obj) -> str:
 
 def _write_json_atomic(path: str, obj) -> None:
     _write_text_atomic(path, _dumps(obj) + "\n")
-
-
-def _write_text_atomic(path: str, text: str) -> None:
-    directory = os.path.dirname(path)
-    tmp = _tmp_name(directory, os.path.basename(path))
-    data = text.encode()
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        _remove(tmp)
-        raise
-    _fsync_dir(directory)
 
 
 def _sha256_file(path: str) -> str:

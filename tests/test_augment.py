@@ -501,3 +501,32 @@ def test_warm_up_leaves_streams_alone():
     assert a.warm_up() is a
     assert [a.draw() for _ in range(5)] == [b.draw() for _ in range(5)]
 
+
+
+def test_huge_finite_weights_keep_their_ratio():
+    """Weights are scaled by their maximum before normalising: a sum of huge finite weights
+    must not overflow (found by a newcomer trial: it made every choice's probability 0)."""
+    aug = AugMedMNISTC("pathmnist", weights={c: 0 for c in mf.corruptions("pathmnist")}
+                       | {"identity": 1e308, "pixelate": 1e308})
+    probs = dict(zip(aug.choices, aug.probabilities))
+    assert probs["identity"] == pytest.approx(0.5) and probs["pixelate"] == pytest.approx(0.5)
+
+
+def test_keyed_index_bound_matches_corrupt():
+    """Keyed mode accepts the indices corrupt() accepts (< 2**63), and no larger ones (they
+    would wrap onto small indices)."""
+    aug = AugMedMNISTC("pathmnist", seed=0)
+    x = _image(28, True)
+    aug(x, index=2**63 - 1)
+    for call in (lambda: aug(x, index=2**63), lambda: aug.draw(index=2**64 + 5),
+                 lambda: aug.batch(np.stack([x, x]), start=2**63 - 1)):
+        with pytest.raises(ValueError, match=r"(index|start) must be a non-negative int <="):
+            call()
+    aug.batch(np.stack([x, x]), start=2**63 - 2)
+
+
+def test_folds_and_sampler_types_checked_up_front():
+    with pytest.raises(TypeError, match="folds must be a fold name or a sequence"):
+        AugMedMNISTC("pathmnist", folds=3)
+    with pytest.raises(TypeError, match="sampler must be an iterable of indices"):
+        EpochSampler(3.5)

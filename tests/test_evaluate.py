@@ -10,6 +10,8 @@ import csv
 import dataclasses
 import io
 import json
+import os
+import stat
 from fractions import Fraction
 from itertools import combinations
 
@@ -545,6 +547,11 @@ def test_report_is_immutable_and_serialises(tmp_path):
     with pytest.raises(OSError):
         rep.to_json(tmp_path / "missing_dir" / "r.json")
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+    # the usual permissions of a new file (0o666 under the umask), not mkstemp's 0o600
+    umask = os.umask(0)
+    os.umask(umask)
+    fresh = rep.to_json(tmp_path / "fresh.json")
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o666 & ~umask
 
 
 def test_report_tables():

@@ -74,7 +74,9 @@ def test_functional_equals_public_with_same_values(rgb224):
     (lambda x: F.stain_deposit(x, [1, 2], [3], [0]), "must have the same length"),
     (lambda x: F.stain_deposit(x, [1], [3], [10]), "ink must hold mask indices 0..9"),
     (lambda x: F.bubble(x, [1], [1], [-3]), "radius must hold ints in 0..1024"),
-    (lambda x: F.characters(x, "abc", [1], [1], [[0, 0, 0]]), "texts must be a sequence of str"),
+    (lambda x: F.characters(x, "abc", [1], [1], [[0, 0, 0]]), "texts must be a sequence"),
+    (lambda x: F.characters(x, (t for t in ["abc"]), [1], [1], [[0, 0, 0]]),
+     "texts must be a sequence"),
     (lambda x: F.characters(x, ["abc"], [1], [1], [[0, 0, 300]]), "colors must be"),
 ])
 def test_argument_errors(call, match, rgb224):
@@ -82,6 +84,52 @@ def test_argument_errors(call, match, rgb224):
     with pytest.raises((TypeError, ValueError), match=match):
         call(img)
     assert np.array_equal(img, rgb224[0])
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda x: F.saturate(x, "0.1"), "shift must be a real number"),
+    (lambda x: F.black_corner(x, 2.5), "radius must be an int"),
+    (lambda x: F.bubble(x, [1], [1], [3], border=2.0), "border must be an int"),
+    (lambda x: F.characters(x, (t for t in ["abc"]), [1], [1], [[0, 0, 0]]),
+     "texts must be a sequence"),
+])
+def test_wrong_types_are_type_errors(call, match, rgb224):
+    """A wrong type is a TypeError naming the argument (a wrong value is a ValueError); found
+    by a newcomer trial."""
+    img = rgb224[0].copy()
+    with pytest.raises(TypeError, match=match):
+        call(img)
+    assert np.array_equal(img, rgb224[0])
+
+
+def test_marking_size_bound(rgb224):
+    with pytest.raises(ValueError, match=r"size must be a pair of ints in 1..1024"):
+        F.marking(rgb224[0], (1025, 10), (0, 0))
+
+
+def test_bubble_radii_above_the_shared_table_match_pillow():
+    """Radii above the cached table (64 px) get rows of their own, still Pillow's disks; a
+    bubble of radius 1024 with a border of 1024 on a tiny image used to draw every disk up to
+    2048 first."""
+    img = np.random.default_rng(3).integers(0, 256, (200, 230, 3), dtype=np.uint8)
+    x, y, r = [100, 20], [90, 170], [70, 5]
+    layer = Image.new("RGBA", (230, 200), (255, 255, 255, 0))
+    draw = ImageDraw.Draw(layer)
+    for cx, cy, rad in zip(x, y, r):
+        draw.ellipse((cx - rad - 3, cy - rad - 3, cx + rad + 3, cy + rad + 3),
+                     fill=(255, 255, 255, 130))
+        draw.ellipse((cx - rad, cy - rad, cx + rad, cy + rad), fill=(255, 255, 255, 100))
+    pil = Image.fromarray(img)
+    pil.paste(layer, (0, 0), layer)
+    assert np.array_equal(F.bubble(img, x, y, r, border=3), np.array(pil))
+    tiny = np.random.default_rng(4).integers(0, 256, (8, 8, 3), dtype=np.uint8)
+    layer = Image.new("RGBA", (8, 8), (255, 255, 255, 0))
+    draw = ImageDraw.Draw(layer)
+    draw.ellipse((4 - 2048, 4 - 2048, 4 + 2048, 4 + 2048), fill=(255, 255, 255, 130))
+    draw.ellipse((4 - 1024, 4 - 1024, 4 + 1024, 4 + 1024), fill=(255, 255, 255, 100))
+    pil = Image.fromarray(tiny)
+    pil.paste(layer, (0, 0), layer)
+    assert np.array_equal(F.bubble(tiny, [4], [4], [1024], border=1024), np.array(pil))
 
 
 def test_non_finite_angle_is_a_value_error(rgb224):

@@ -192,3 +192,15 @@ def test_alias_kernel_is_the_documented_sampler(shape, noise, param):
     np.testing.assert_array_equal(apply_law(img, noise, param, key), expected)
     table = alias_tables(noise, param, shape[2] == 1)
     np.testing.assert_array_equal(_native.alias_sample(img, table, key, True), expected)
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "speckle"])
+@pytest.mark.parametrize("sigma", [1e-10, 1e-300, 5e-324])
+def test_tiny_sigma_law_without_warnings(noise, sigma):
+    """A vanishing sigma gives the identity law (up to the real-number law's half-way split at
+    exact level boundaries) without overflow warnings (the suite turns warnings into errors)."""
+    law = output_law(noise, sigma)
+    assert np.allclose(law.sum(axis=1), 1.0)
+    v = np.arange(1, 255)
+    assert np.all(law[v, v] + law[v, v - 1] == pytest.approx(1.0))
+    assert law[0, 0] == 1.0

@@ -133,9 +133,10 @@ INK_MEAN = (34.0, 21.0, 18.0)
 #: Top-left corner (x = column, y = row) of the blot, pixels at the reference size, by reference
 #: size (spec, "marking": x = 17, y = 10 at 96 px; 27, 13 at 224).
 MARKING_POSITIONS = {96: (17, 10), 224: (27, 13)}
-#: Largest blot side accepted by :func:`marking` (pixels): the blot is built as a full
-#: height x width array, so unbounded sizes would only end in MemoryError.
-MAX_MARKING = 4096
+#: Largest blot side accepted by :func:`marking` (pixels). The blot is rendered as a full
+#: height x width array with 4 x 4 sub-pixel samples per pixel, about 2 s for 1024 x 1024 on one
+#: core the first time (then cached per size); 4096 x 4096 took about a minute.
+MAX_MARKING = 1024
 #: Sub-pixel samples per axis used to compute the blot's pixel coverage.
 _BLOT_SUPERSAMPLE = 4
 
@@ -561,8 +562,9 @@ def marking(image, size, position=None, *, seed=None) -> np.ndarray:
     ----------
     image : ndarray, shape (H, W), (H, W, 1) or (H, W, 3), uint8
     size : (int, int)
-        (width, height) of the blot's bounding box in pixels, each in 1..4096
-        (:data:`MAX_MARKING`).
+        (width, height) of the blot's bounding box in pixels, each in 1..1024
+        (:data:`MAX_MARKING`; the first call at a size renders the blot, about 2 s at
+        1024 x 1024, then it is cached).
     position : (int, int) or None
         (x, y) = column and row of the box's top-left corner in pixels, each with absolute
         value <= 2**30 (the part outside the image is cropped); None draws it uniformly so that the blot lies inside the image

@@ -1,0 +1,48 @@
+"""Atomic file writes shared by ``generate`` and ``evaluate``: write under a temporary name in the
+destination folder (``.{name}.{12 hex}.tmp``), flush and fsync, then ``os.replace`` onto the final
+name, so a reader never sees a partial file and an interrupted write leaves the old file intact.
+New files get the usual permissions (``open``'s 0o666 masked by the umask).
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+
+
+def tmp_name(directory: str, name: str) -> str:
+    """A fresh temporary path ``directory/.{name}.{12 hex}.tmp``."""
+    return os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
+
+
+def remove(path: str) -> None:
+    """Delete a file or a folder tree; a missing path is not an error."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
+
+
+def write_text_atomic(path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically (see the module docstring).
+
+    Raises
+    ------
+    OSError
+        If the folder does not exist or is not writable (no temporary file is left behind).
+    """
+    path = os.fspath(path)
+    tmp = tmp_name(os.path.dirname(path), os.path.basename(path))
+    data = text.encode("utf-8")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        remove(tmp)
+        raise
