@@ -14,21 +14,23 @@ epochs are timed and a run's rate is the median images per second over them. Eac
 alternation is repeated ROUNDS times (default 3) so that drifts in machine load (on a shared
 VM the same run can differ by a third from one minute to the next) hit both sides alike: the
 speed-up is the median over rounds of the round's ours / reference rate ratio, and the table
-also gives each side's median rate over rounds and the spread of all its epochs. One thread per process for every library (OMP/MKL/OpenBLAS/
-MagickWand thread limits 1, ``torch.set_num_threads(1)``, ``cv2.setNumThreads(1)``,
-``medmnistc_fast.set_num_threads(1)``). Where the reference raises (stain_deposit and
-characters at 28 px: empty random ranges) or returns a wrong shape, the harness counts it and
-returns the input unchanged (which flatters the reference's rate); the rates are reported.
-A third run per configuration passes the images through unchanged (a transform returning its
-input, in our venv): the pipeline's own ceiling, which bounds the speed-up any transform can show
-(at 224 px gray with two workers, collation and the worker-to-parent transfer alone allow only
-about three times the reference's rate).
+also gives each side's median rate over rounds and the spread of all its epochs. One thread
+per process for every library (OMP/MKL/OpenBLAS/MagickWand thread limits 1,
+``torch.set_num_threads(1)``, ``cv2.setNumThreads(1)``, ``medmnistc_fast.set_num_threads(1)``).
+Where the reference raises (stain_deposit and characters at 28 px: empty random ranges) or
+returns a wrong shape, the harness counts it and returns the input unchanged (which flatters
+the reference's rate); the rates are reported. A third run per configuration passes the images
+through unchanged (a transform returning its input, in our venv): the pipeline's own ceiling,
+which bounds the speed-up any transform can show (at 224 px gray with two workers, collation
+and the worker-to-parent transfer alone allow only about three to four times the reference's
+rate).
 
 Usage::
 
     python benchmarks/bench_augment.py --reference-python /path/to/REF/bin/python
 
-Writes ``benchmarks/results_augment.json`` and ``benchmarks/RESULTS_augment.md``.
+Writes ``benchmarks/results_augment.json`` and ``benchmarks/RESULTS_augment.md`` (``--json``,
+``--md``).
 """
 from __future__ import annotations
 
