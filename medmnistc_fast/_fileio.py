@@ -1,7 +1,8 @@
 """Atomic file writes shared by ``generate`` and ``evaluate``: write under a temporary name in the
-destination folder (``.{name}.{12 hex}.tmp``), flush and fsync, then ``os.replace`` onto the final
-name, so a reader never sees a partial file and an interrupted write leaves the old file intact.
-New files get the usual permissions (``open``'s 0o666 masked by the umask).
+destination folder (``.{name}.{12 hex}.tmp``), flush and fsync, ``os.replace`` onto the final
+name, then fsync the folder (so the rename itself survives a crash), so a reader never sees a
+partial file and an interrupted write leaves the old file intact. New files get the usual
+permissions (``open``'s 0o666 masked by the umask).
 """
 from __future__ import annotations
 
@@ -26,6 +27,21 @@ def remove(path: str) -> None:
             pass
 
 
+def fsync_dir(path: str) -> None:
+    """fsync a folder (its entries: renames, new files); silently skipped where the platform or
+    file system does not allow it."""
+    try:
+        fd = os.open(path or ".", os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def write_text_atomic(path, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically (see the module docstring).
 
@@ -46,3 +62,4 @@ def write_text_atomic(path, text: str) -> None:
     except BaseException:
         remove(tmp)
         raise
+    fsync_dir(os.path.dirname(path))

@@ -105,6 +105,7 @@ import numpy as np
 from . import registry
 from ._npz import (NpzWriter, copy_member_data, crc32, deflate_segments, inspect_npz,
                    read_member_array)
+from ._fileio import fsync_dir as _fsync_dir
 from ._fileio import remove as _remove
 from ._fileio import tmp_name as _tmp_name
 from ._fileio import write_text_atomic as _write_text_atomic
@@ -1025,19 +1026,6 @@ class _DaskRunner:
 
 
 # ================================================================================== file system
-def _fsync_dir(path: str) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _sync_and_uncache(fd: int) -> None:
     """fsync a finished output file, then drop its (now clean) pages from the page cache.
 
