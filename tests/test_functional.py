@@ -75,8 +75,6 @@ def test_functional_equals_public_with_same_values(rgb224):
     (lambda x: F.stain_deposit(x, [1], [3], [10]), "ink must hold mask indices 0..9"),
     (lambda x: F.bubble(x, [1], [1], [-3]), "radius must hold ints in 0..1024"),
     (lambda x: F.characters(x, "abc", [1], [1], [[0, 0, 0]]), "texts must be a sequence"),
-    (lambda x: F.characters(x, (t for t in ["abc"]), [1], [1], [[0, 0, 0]]),
-     "texts must be a sequence"),
     (lambda x: F.characters(x, ["abc"], [1], [1], [[0, 0, 300]]), "colors must be"),
 ])
 def test_argument_errors(call, match, rgb224):
