@@ -109,25 +109,16 @@ def test_bubble_radii_above_the_shared_table_match_pillow():
     """Radii above the cached table (64 px) get rows of their own, still Pillow's disks; a
     bubble of radius 1024 with a border of 1024 on a tiny image used to draw every disk up to
     2048 first."""
+    from tests.test_artifacts import _pillow_bubbles
+
     img = np.random.default_rng(3).integers(0, 256, (200, 230, 3), dtype=np.uint8)
     x, y, r = [100, 20], [90, 170], [70, 5]
-    layer = Image.new("RGBA", (230, 200), (255, 255, 255, 0))
-    draw = ImageDraw.Draw(layer)
-    for cx, cy, rad in zip(x, y, r):
-        draw.ellipse((cx - rad - 3, cy - rad - 3, cx + rad + 3, cy + rad + 3),
-                     fill=(255, 255, 255, 130))
-        draw.ellipse((cx - rad, cy - rad, cx + rad, cy + rad), fill=(255, 255, 255, 100))
-    pil = Image.fromarray(img)
-    pil.paste(layer, (0, 0), layer)
-    assert np.array_equal(F.bubble(img, x, y, r, border=3), np.array(pil))
+    v = {"x": np.array(x), "y": np.array(y), "inner": np.array(r), "outer": np.array(r) + 3}
+    assert np.array_equal(F.bubble(img, x, y, r, border=3), _pillow_bubbles(img, v))
     tiny = np.random.default_rng(4).integers(0, 256, (8, 8, 3), dtype=np.uint8)
-    layer = Image.new("RGBA", (8, 8), (255, 255, 255, 0))
-    draw = ImageDraw.Draw(layer)
-    draw.ellipse((4 - 2048, 4 - 2048, 4 + 2048, 4 + 2048), fill=(255, 255, 255, 130))
-    draw.ellipse((4 - 1024, 4 - 1024, 4 + 1024, 4 + 1024), fill=(255, 255, 255, 100))
-    pil = Image.fromarray(tiny)
-    pil.paste(layer, (0, 0), layer)
-    assert np.array_equal(F.bubble(tiny, [4], [4], [1024], border=1024), np.array(pil))
+    v = {"x": np.array([4]), "y": np.array([4]), "inner": np.array([1024]),
+         "outer": np.array([2048])}
+    assert np.array_equal(F.bubble(tiny, [4], [4], [1024], border=1024), _pillow_bubbles(tiny, v))
 
 
 def test_non_finite_angle_is_a_value_error(rgb224):
