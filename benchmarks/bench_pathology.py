@@ -141,9 +141,9 @@ def markdown(res: dict) -> str:
         "",
         f"Machine: {env['cpu']}, {env['cpu_count']} logical CPUs; Python {env['python']}, "
         f"NumPy {env['numpy']}, Numba {env['numba']}, scikit-image {env['skimage']}; "
-        f"medmnistc_fast {env['medmnistc_fast']} (commit {env['commit']}, uncommitted tree). "
+        f"medmnistc_fast {env['medmnistc_fast']} (commit {env['commit']}). "
         f"Load average before/after: {env['loadavg_before']} / {env['loadavg_after']} "
-        "(the machine was shared with other jobs; treat numbers as upper bounds).",
+        "(other load on the machine only slows a run down: treat the numbers as upper bounds).",
         "",
         "Method: `benchmarks/bench_pathology.py` (docstring). Real immunohistochemistry patches, "
         "seed 0, `corrupt_batch` with one thread; median over "
