@@ -188,12 +188,16 @@ def param_range(dataset: str, corruption: str, levels=(1, 5)) -> tuple:
     return tuple((min(col), max(col)) for col in zip(*rows))
 
 
+def _grid_value(lo, hi, j: int) -> float:
+    """Point ``j`` (0 .. NOISE_GRID_POINTS - 1) of the equally spaced noise grid on [lo, hi]."""
+    return float(lo + (hi - lo) * j / (NOISE_GRID_POINTS - 1))
+
+
 def _draw_component(g: np.random.Generator, kind: str, lo, hi):
     if kind == "float":
         return float(g.uniform(lo, hi)) if hi > lo else float(lo)
     if kind == "grid":
-        j = int(g.integers(0, NOISE_GRID_POINTS))
-        return float(lo + (hi - lo) * j / (NOISE_GRID_POINTS - 1))
+        return _grid_value(lo, hi, int(g.integers(0, NOISE_GRID_POINTS)))
     if kind == "int":
         return int(g.integers(int(lo), int(hi), endpoint=True))
     # odd: uniform over the odd values in [lo, hi]
@@ -242,8 +246,7 @@ def _make_drawer(corruption: str, ranges: tuple):
         integers, n = np.random.Generator.integers, NOISE_GRID_POINTS
 
         def draw_grid(g):
-            j = int(integers(g, 0, n))
-            return float(lo + (hi - lo) * j / (n - 1))
+            return _grid_value(lo, hi, int(integers(g, 0, n)))
 
         return draw_grid
     return lambda g: _draw_param(g, corruption, ranges)
@@ -733,8 +736,7 @@ class AugMedMNISTC:
                 params = [_draw_param(g, name, self._ranges[name])]
                 if name in _NOISE_NAMES and (channels == 3 or not registry.RGB[self.dataset]):
                     lo, hi = self._ranges[name][0]
-                    params = [float(lo + (hi - lo) * j / (NOISE_GRID_POINTS - 1))
-                              for j in range(NOISE_GRID_POINTS)]
+                    params = [_grid_value(lo, hi, j) for j in range(NOISE_GRID_POINTS)]
                 for p in params:
                     self._apply_hwc(tiny, [Op(name, p, 0)])
         return self

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._validation import as_hwc, check_positive, check_seed
+from ._validation import as_hwc, check_nonneg_int, check_positive, check_seed
 from .corruptions import KINDS
 from .corruptions.pathology import hsv_shift, marking, pathology_bubble
 from .rng import key_from_seed
@@ -253,12 +253,7 @@ def _same_length(**arrays) -> None:
 def black_corner(image, radius: int) -> np.ndarray:
     """Zero everything outside the filled circle of ``radius`` pixels (int >= 0) centred at
     ``(W // 2, H // 2)``, rasterised as OpenCV's filled ``cv2.circle``."""
-    if not isinstance(radius, (int, np.integer)) or isinstance(radius, bool):
-        raise TypeError(f"radius must be an int >= 0 (pixels); got {radius!r} "
-                        f"({type(radius).__name__})")
-    if radius < 0:
-        raise ValueError(f"radius must be an int >= 0 (pixels); got {radius!r}")
-    return _run("black_corner", image, radius=int(radius))
+    return _run("black_corner", image, radius=check_nonneg_int(radius, "radius"))
 
 
 @_documented
@@ -291,12 +286,8 @@ def bubble(image, x, y, radius, *, border: int = 2) -> np.ndarray:
     xs, ys = _int_array(x, "x"), _int_array(y, "y")
     r = _int_array(radius, "radius", minimum=0, maximum=MAX_RADIUS)
     _same_length(x=xs, y=ys, radius=r)
-    if not isinstance(border, (int, np.integer)) or isinstance(border, bool):
-        raise TypeError(f"border must be an int in 0..{MAX_RADIUS} (pixels); got {border!r} "
-                        f"({type(border).__name__})")
-    if not 0 <= border <= MAX_RADIUS:
-        raise ValueError(f"border must be an int in 0..{MAX_RADIUS} (pixels); got {border!r}")
-    return _run("bubble", image, x=xs, y=ys, inner=r, outer=r + int(border))
+    border = check_nonneg_int(border, "border", upper=MAX_RADIUS)
+    return _run("bubble", image, x=xs, y=ys, inner=r, outer=r + border)
 
 
 @_documented

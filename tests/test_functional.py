@@ -70,7 +70,7 @@ def test_functional_equals_public_with_same_values(rgb224):
     (lambda x: F.zoom_blur(x, [0.9]), "zooms must be"),
     (lambda x: F.gaussian_blur(x, 4), "kernel_size must be an odd int"),
     (lambda x: F.saturate(x, 2.0), r"shift must be a real number in \[-1, 1\]"),
-    (lambda x: F.black_corner(x, -1), "radius must be an int >= 0"),
+    (lambda x: F.black_corner(x, -1), "radius must be a non-negative int"),
     (lambda x: F.stain_deposit(x, [1, 2], [3], [0]), "must have the same length"),
     (lambda x: F.stain_deposit(x, [1], [3], [10]), "ink must hold mask indices 0..9"),
     (lambda x: F.bubble(x, [1], [1], [-3]), "radius must hold ints in 0..1024"),
@@ -86,8 +86,8 @@ def test_argument_errors(call, match, rgb224):
 
 @pytest.mark.parametrize("call, match", [
     (lambda x: F.saturate(x, "0.1"), "shift must be a real number"),
-    (lambda x: F.black_corner(x, 2.5), "radius must be an int"),
-    (lambda x: F.bubble(x, [1], [1], [3], border=2.0), "border must be an int"),
+    (lambda x: F.black_corner(x, 2.5), "radius must be a non-negative int"),
+    (lambda x: F.bubble(x, [1], [1], [3], border=2.0), "border must be a non-negative int"),
     (lambda x: F.characters(x, (t for t in ["abc"]), [1], [1], [[0, 0, 0]]),
      "texts must be a sequence"),
 ])
