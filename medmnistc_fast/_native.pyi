@@ -228,6 +228,14 @@ def pixelate(
         The shape of ``image``.
     """
 
+def _disk_isa() -> str:
+    """Instruction set of the disk filter (the defocus fast path of ``filter2d``): "avx512",
+    "avx2" or "baseline"."""
+
+def _set_disk_isa(name: str) -> bool:
+    """Testing aid: switch the disk filter to ``name`` if this CPU runs it (returns whether it
+    did). Not thread-safe; every variant gives identical bytes."""
+
 def _resample_isa() -> str:
     """Instruction set of the resampling kernels: "avx512", "avx2", "sse2" or "portable"."""
 

@@ -29,6 +29,18 @@ EXTRA_PARAMS = [(6.5, 0.35), (7.5, 0.25), (3.3, 0.8), (8.0, 0.1), (7.0, 0.05), (
                 (0.3, 0.2), (4.7, 0.45)]
 SHAPES = [(8, 8, 1), (8, 8, 3), (9, 23, 3), (31, 12, 1), (64, 96, 3), (96, 64, 1)]
 
+# Every instruction-set variant of the disk filter this CPU runs; the first is the default.
+ISAS = [name for name in ("avx512", "avx2", "baseline") if _native._set_disk_isa(name)]
+_native._set_disk_isa(ISAS[0])
+
+
+@pytest.fixture(params=ISAS)
+def isa(request):
+    """Run the test once per variant of the disk filter, then restore the default."""
+    assert _native._set_disk_isa(request.param)
+    yield request.param
+    assert _native._set_disk_isa(ISAS[0])
+
 
 def natural(shape, seed):
     """Smooth blobs over a gradient, a flat patch, a saturated patch and mild noise."""
@@ -60,7 +72,7 @@ def check(img, radius, alias):
 
 
 @pytest.mark.parametrize("radius, alias", TABLE_PARAMS + EXTRA_PARAMS)
-def test_fast_path_matches_direct_correlation(radius, alias):
+def test_fast_path_matches_direct_correlation(radius, alias, isa):
     rng = np.random.default_rng(int(radius * 100 + alias * 1000))
     for k, shape in enumerate(SHAPES):
         check(rng.integers(0, 256, shape, dtype=np.uint8), radius, alias)
@@ -78,12 +90,40 @@ def test_real_images_at_224(radius, alias):
 
 
 @pytest.mark.parametrize("radius, alias", TABLE_PARAMS + [(8.0, 1.5), (7.0, 0.05)])
-def test_flat_images_exact(radius, alias):
+def test_flat_images_exact(radius, alias, isa):
     # Flat regions give value * sum(kernel); the fast path keeps that gain to double precision,
     # so the truncation agrees with the oracle on every level (one channel per level).
     kernel, mask, gauss = blur._defocus_parts(radius, alias)
     img = np.ascontiguousarray(np.broadcast_to(np.arange(256, dtype=np.uint8), (5, 7, 256)))
     np.testing.assert_array_equal(_native.filter2d(img, kernel, mask, gauss), oracle(img, kernel))
+
+
+def test_variants_agree_bit_for_bit():
+    # The variants run the same integer, float32 and double operations in the same order, so
+    # they must give the same bytes: real 224 px images (flat regions take the double fallback
+    # of Gaussian plans, textured ones the float32 path), every table kernel, more than 8
+    # channels (filtered plane by plane) and odd sizes.
+    from medmnistc_fast.sample import sample_images
+    rng = np.random.default_rng(3)
+    images = list(sample_images(3, 224, rgb=True)) + [
+        g[..., None] for g in sample_images(2, 224, rgb=False)]
+    images += [rng.integers(0, 256, (57, 91, 3), dtype=np.uint8),
+               rng.integers(0, 256, (20, 30, 11), dtype=np.uint8), natural((41, 77, 2), 4)]
+    params = TABLE_PARAMS + [(8.0, 1.5), (7.0, 0.05)]
+    results = {}
+    for name in ISAS:
+        assert _native._set_disk_isa(name)
+        results[name] = [_native.filter2d(img, *blur._defocus_parts(r, a))
+                         for img in images for r, a in params]
+    assert _native._set_disk_isa(ISAS[0])
+    for name in ISAS[1:]:
+        for want, got in zip(results[ISAS[0]], results[name]):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_set_disk_isa_refuses_unknown():
+    assert _native._set_disk_isa("sse9") is False
+    assert _native._disk_isa() == ISAS[0]
 
 
 def test_public_call_uses_reference_kernel():
