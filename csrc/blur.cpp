@@ -900,9 +900,8 @@ std::optional<DiskPlan> plan_disk(const double* k, ptrdiff_t kh, ptrdiff_t kw, c
 // Scratch buffers reused by the calls of one thread (no allocation per call once warm).
 struct DiskScratch {
     std::vector<uint8_t> padded, planes;
-    std::vector<std::uint16_t> d, b, eh, ev;
-    std::vector<std::int32_t> u;
-    std::vector<float> v;
+    std::vector<std::uint16_t> d, b, eh, ev;  // ring sums; Gaussian plans: B and Eh rings, Ev
+    std::vector<float> v;                      // Gaussian plans: V of the output row
 };
 
 template <class T>
@@ -953,6 +952,9 @@ MMC_INLINE std::vector<const uint8_t*> disk_row_map(const uint8_t* padded, ptrdi
 // Measured at 224 px (RGB, one thread), against the row-pass form this replaced: 130 vs 177 us
 // at (radius, alias) = (6, .3), 255 vs 330 us at (8, .5).
 constexpr ptrdiff_t kDiskMaxChannels = 8;  // wider images are filtered one channel at a time
+// Vectors of 16 samples per strip: Gaussian-free plans 4; Gaussian plans 8 (128 lanes, 112
+// outputs; 10 measured slower with AVX-512, 6 slower with AVX2).
+constexpr int kDiskFreeVecs = 4, kDiskGaussVecs = 8;
 
 namespace dv {
 typedef std::uint8_t u8x16 __attribute__((vector_size(16)));
@@ -989,7 +991,6 @@ MMC_INLINE void disk_store(void* p, const V& v) {
 // Primitives whose generic-vector forms GCC 12 lowers poorly (byte widening, float compares),
 // written once per dispatch variant; all three compute the same values.
 struct DiskIsaBase {
-    static constexpr int kGaussVecs = 8;  // strip vectors of Gaussian plans (register budget)
     static MMC_INLINE bool any(dv::i32x16 v) {
         std::int32_t r = 0;
         for (int l = 0; l < 16; ++l) r |= v[l];
@@ -1011,7 +1012,6 @@ struct DiskIsaBase {
 #define MMC_AVX512_INLINE \
     inline __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512dq")))
 struct DiskIsaAvx2 {
-    static constexpr int kGaussVecs = 8;
     static MMC_AVX2_INLINE bool any(dv::i32x16 v) {
         const __m256i o = _mm256_or_si256((__m256i)dv::low(v), (__m256i)dv::high(v));
         return !_mm256_testz_si256(o, o);
@@ -1031,7 +1031,6 @@ struct DiskIsaAvx2 {
     }
 };
 struct DiskIsaAvx512 {
-    static constexpr int kGaussVecs = 8;
     static MMC_AVX512_INLINE bool any(dv::i32x16 v) {
         return _mm512_test_epi32_mask((__m512i)v, (__m512i)v) != 0;
     }
@@ -1170,7 +1169,8 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
     alignas(64) uint8_t obuf[SW];
     if constexpr (!Gauss) {
         const u32x16 add = plan.div_add + u32x16{}, mul = plan.div_mul + u32x16{};
-        const unsigned shift = plan.div_shift;  // a uniform shift (a per-lane one is scalarised for AVX2)
+        // A uniform shift: a per-lane one is scalarised in the AVX2 variant.
+        const unsigned shift = plan.div_shift;
         const i32x16 sub = static_cast<std::int32_t>(plan.div_sub) + i32x16{};
         for (ptrdiff_t s0 = 0; s0 < row; s0 += L) {
             const ptrdiff_t pb = plan.fw * c + s0;  // strip lane 0 = output sample s0
@@ -1245,7 +1245,8 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
         const double wc = plan.wc, rho = plan.rho;
         // Broadcast once: a scalar operand inside the loops is rebuilt lane by lane where the
         // variant splits the 16-lane vectors (AVX2, baseline).
-        const f32x16 wcf = static_cast<float>(wc) + f32x16{}, rhof = static_cast<float>(rho) + f32x16{};
+        const f32x16 wcf = static_cast<float>(wc) + f32x16{};
+        const f32x16 rhof = static_cast<float>(rho) + f32x16{};
         const f32x16 near = kDiskNear + f32x16{};
         const f64x8 rho8 = rho + f64x8{}, wc8 = wc + f64x8{};
         auto u_at = [&](const std::uint16_t* b0, const std::uint16_t* b2, ptrdiff_t i)
@@ -1346,11 +1347,11 @@ template <class Isa>
 MMC_INLINE void disk_filter_strips(const uint8_t* src, uint8_t* dst, const Shape& s,
                                    const DiskPlan& plan) {
     if (plan.gauss && plan.corrected()) {
-        disk_filter_body<Isa, Isa::kGaussVecs, true, true>(src, dst, s, plan);
+        disk_filter_body<Isa, kDiskGaussVecs, true, true>(src, dst, s, plan);
     } else if (plan.gauss) {
-        disk_filter_body<Isa, Isa::kGaussVecs, true, false>(src, dst, s, plan);
+        disk_filter_body<Isa, kDiskGaussVecs, true, false>(src, dst, s, plan);
     } else {
-        disk_filter_body<Isa, 4, false>(src, dst, s, plan);
+        disk_filter_body<Isa, kDiskFreeVecs, false>(src, dst, s, plan);
     }
 }
 
