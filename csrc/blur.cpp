@@ -29,8 +29,9 @@
 #include "kernel_common.hpp"
 
 // a*b+c must stay two roundings (no FMA contraction) for the bit-exact paths (motion blur, zoom
-// blur, filter2d). GCC contracts only when FMA instructions are enabled, which the x86-64 builds
-// never do (the "avx2" clone excludes FMA); other targets should compile with -ffp-contract=off.
+// blur, filter2d). GCC contracts only when FMA instructions are enabled (the disk filter's
+// x86-64-v4 variant enables them); setup.py compiles with -ffp-contract=off, which every build
+// of these files needs.
 #ifdef __clang__
 #pragma clang fp contract(off)
 #endif
@@ -656,6 +657,9 @@ struct DiskPlan {
     double wc = 0.0;              // c g1^2 (Gaussian plans) or sum(K) / N
     double rho = 0.0;             // g0 / g1
     bool gauss = false;           // false: g0 negligible, folded into wc
+    // Gaussian plans: the float32 evaluation decides a truncation when trunc(r -+ near) agree
+    // (see disk_filter_body); near is twice the float32 error bound of this plan, at least 2^-11.
+    float near = 0.0f;
     // Integer form of the scaled store (Gaussian-free plans, when it reproduces it for every
     // disk sum): out = clamp(((B + div_add) * div_mul >> div_shift) - div_sub, 0, 255).
     bool div = false;
@@ -885,6 +889,28 @@ std::optional<DiskPlan> plan_disk(const double* k, ptrdiff_t kh, ptrdiff_t kw, c
     }
     plan.gauss = !(reach * 255.0 < std::ldexp(1.0, -40));
     if (plan.gauss && !split) return std::nullopt;
+    if (plan.gauss) {
+        // Magnitude bound of the float32 terms, in gray levels: wc times the disk, edge and
+        // corner tap counts (the correction taps counted by absolute value, the corner ones
+        // twice: Mk's corrections are the edge ones shifted either way), times 255. The
+        // evaluation makes at most 12 roundings of 2^-24 relative on terms of that total.
+        std::int64_t n_corr = 0;
+        for (const DiskTaps* taps :
+             {&plan.vert_pos, &plan.vert_neg, &plan.horz_pos, &plan.horz_neg}) {
+            n_corr += static_cast<std::int64_t>(taps->size());
+        }
+        std::int64_t e_full = 0, k_full = 0;
+        for (std::size_t p = 0; p < d.size(); ++p) {
+            e_full += me_full[p];
+            k_full += mk_full[p];
+        }
+        const double rho = plan.rho;
+        const double mag = 255.0 * plan.wc *
+                           (static_cast<double>(n) + rho * static_cast<double>(e_full + n_corr) +
+                            rho * rho * static_cast<double>(k_full + 2 * n_corr));
+        plan.near = static_cast<float>(
+            std::max(std::ldexp(1.0, -11), 2.0 * 12.0 * std::ldexp(mag, -24)));
+    }
     if (!plan.gauss) {
         plan.wc = k_sum / static_cast<double>(n);
         plan.rho = 0.0;
@@ -1087,9 +1113,10 @@ MMC_INLINE void disk_tap_sum(std::uint16_t* out, const uint8_t* const* rows, ptr
     for (int v = 0; v < NV; ++v) disk_store(out + 16 * v, a[v]);
 }
 
-// Gaussian plans: a float32 result r decides the output when trunc(r - kDiskNear) equals
-// trunc(r + kDiskNear); otherwise its 16 lanes are recomputed in double (disk_filter_body).
-constexpr float kDiskNear = 1.0f / 2048;
+
+// Testing aid (_set_disk_double): every vector of Gaussian plans takes the double evaluation,
+// so tests can compare the float32 decisions with it byte for byte.
+bool disk_force_double = false;
 
 template <class Isa, int NV, bool Gauss, bool Corr = false>
 MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& s,
@@ -1101,8 +1128,9 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
     constexpr ptrdiff_t G = Gauss ? 8 : 0;  // guard lanes each side (neighbours x -+ 1, c <= 8)
     const ptrdiff_t L = SW - 2 * G;       // output samples per strip
     const ptrdiff_t lp = (w + 2 * plan.fw) * c;  // padded row
-    // Slack before and after the padded rows: lanes past the strip's last output and the
-    // correction taps one pixel outside the padding read there (results discarded).
+    // Slack before and after the padded rows: the guard lanes left of the first strip (up to
+    // G - c samples before padded row 0) and the lanes past the last strip's outputs read
+    // there (results discarded).
     const ptrdiff_t front = 64 + 2 * plan.fw * c, back = 2 * SW + 2 * plan.fw * c + 64;
     uint8_t* padded = sized(scratch.padded, front + h * lp + back) + front;
     disk_pad_image(src, s, plan.fw, padded);
@@ -1209,11 +1237,12 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
         //     U = B(y - 1) + B(y + 1) [+ Ev(y)],  V = B(y) + rho U,
         //     r = wc (V(x) + rho (V(x - 1) + V(x + 1) [+ Eh(y) + rho (Eh(y -+ 1))])),
         // which is the plan's value wc (B + rho (E + rho C)), here in float32. Its error: the
-        // integer sums convert exactly (below 2^24), then about 11 roundings of at most 2^-24
-        // relative each (the float32 rho and wc included) on terms whose magnitudes sum to
-        // below 2^8.1 levels, so |r - exact| < 2^-12. When trunc(r -+ kDiskNear) agree
-        // (kDiskNear = 2^-11, twice that bound), the exact value lies in the same unit interval
-        // and r's truncation is the plan's. Otherwise the 16 lanes are recomputed in double
+        // integer sums convert exactly (below 2^24), then at most 12 roundings of 2^-24
+        // relative each (the float32 rho and wc included) on terms whose magnitudes sum to at
+        // most the plan's bound M (below 2^8.1 levels for every defocus kernel, whose gain is
+        // about 1), so |r - exact| < 12 2^-24 M. When trunc(r -+ near) agree (plan.near: twice
+        // that bound, at least 2^-11), the exact value lies in the same unit interval and r's
+        // truncation is the plan's. Otherwise the 16 lanes are recomputed in double
         // exactly as the plan's B + rho (E + rho C) from the integer E and C, so every output
         // equals the plan's double evaluation. Measured on the sample images: about 2 % of
         // vectors take that path for alias sigma >= .3; 13-27 % for alias .2 (rho ~ 4e-6, so
@@ -1247,7 +1276,8 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
         // variant splits the 16-lane vectors (AVX2, baseline).
         const f32x16 wcf = static_cast<float>(wc) + f32x16{};
         const f32x16 rhof = static_cast<float>(rho) + f32x16{};
-        const f32x16 near = kDiskNear + f32x16{};
+        const f32x16 near = plan.near + f32x16{};
+        const bool force_double = disk_force_double;
         const f64x8 rho8 = rho + f64x8{}, wc8 = wc + f64x8{};
         auto u_at = [&](const std::uint16_t* b0, const std::uint16_t* b2, ptrdiff_t i)
                         MMC_LAMBDA_INLINE {
@@ -1288,7 +1318,7 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                 }
                 const f32x16 r = wcf * (disk_load<f32x16>(vrow + i) + rhof * nb);
                 const i32x16 q = __builtin_convertvector(r + near, i32x16);
-                if (Isa::any(q ^ __builtin_convertvector(r - near, i32x16))) {
+                if (force_double || Isa::any(q ^ __builtin_convertvector(r - near, i32x16))) {
                     // B + rho (E + rho C) in double from the exact integer sums.
                     i32x16 e = u_at(b0, b2, i) +
                                (__builtin_convertvector(disk_load<u16x16>(b1 + i - c), i32x16) +
@@ -1424,6 +1454,8 @@ DiskVariant disk_variant = best_disk_variant();
 DiskFilterFn disk_filter_impl() { return disk_variant.fn; }
 
 std::string get_disk_isa() { return disk_variant.name; }
+
+void set_disk_double(bool on) { disk_force_double = on; }
 
 bool set_disk_isa(const std::string& name) {
     const DiskFilterFn fn = disk_filter_named(name);
@@ -1698,6 +1730,9 @@ void register_blur(py::module_& m) {
     m.def("_set_disk_isa", &set_disk_isa, py::arg("name"),
           "Switch the disk filter (defocus fast path) to 'avx512', 'avx2' or 'baseline' if this CPU "
           "runs it; returns whether it did. Testing aid: not thread-safe.");
+    m.def("_set_disk_double", &set_disk_double, py::arg("on"),
+          "Make the disk filter's Gaussian plans take their double evaluation everywhere (True) or "
+          "only where float32 cannot decide (False, the default). Testing aid: not thread-safe.");
     m.def("motion_blur", &motion_blur, py::arg("image"), py::arg("weights"), py::arg("dx"),
           py::arg("dy"),
           "ImageMagick 6 Q16 motion blur with explicit taps (see _native.pyi).");

@@ -114,8 +114,9 @@ def filter2d(
     arithmetic, D the mask and Me, Mk integer matrices (neighbour sums of D, with the blur's
     reflect-101 at the kernel border). The model is used when it is within ``2**-18 * max|kernel|``
     of every tap (the float32 rounding of the kernel), with ``c`` keeping the kernel sum; pixel
-    sums are exact integers and the three weights are applied in double, so results move by a
-    few 1e-7 of a gray level at most (every MedMNIST-C kernel at 224 px: 38 of the 7.0 million
+    sums are exact integers and the three weights are applied in double (computed in float32
+    first, and in double wherever float32 cannot decide the truncation: the same bytes), so
+    results move by a few 1e-7 of a gray level at most (every MedMNIST-C kernel at 224 px: 38 of the 7.0 million
     defocus samples of the golden files differ from the reference, by one level). Otherwise the kernel is split into
     ``c * outer(g, g) (*) mask`` and a remainder whose taps below ``2**-18 * max|kernel|`` are
     dropped (their sum folded into ``c``), when that is cheaper than the exact evaluation.
@@ -235,6 +236,11 @@ def _disk_isa() -> str:
 def _set_disk_isa(name: str) -> bool:
     """Testing aid: switch the disk filter to ``name`` if this CPU runs it (returns whether it
     did). Not thread-safe; every variant gives identical bytes."""
+
+def _set_disk_double(on: bool) -> None:
+    """Testing aid: make the disk filter's Gaussian plans take their exact double evaluation for
+    every sample (``True``) or only where the float32 evaluation cannot decide the truncation
+    (``False``, the default). Not thread-safe; both settings give identical bytes."""
 
 def _resample_isa() -> str:
     """Instruction set of the resampling kernels: "avx512", "avx2", "sse2" or "portable"."""

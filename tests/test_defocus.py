@@ -27,7 +27,10 @@ TABLE_PARAMS = sorted({tuple(map(float, p)) for d in mf.DATASETS
                        if "defocus_blur" in TABLES[d] for p in TABLES[d]["defocus_blur"]})
 EXTRA_PARAMS = [(6.5, 0.35), (7.5, 0.25), (3.3, 0.8), (8.0, 0.1), (7.0, 0.05), (8.0, 1.5),
                 (0.3, 0.2), (4.7, 0.45)]
-SHAPES = [(8, 8, 1), (8, 8, 3), (9, 23, 3), (31, 12, 1), (64, 96, 3), (96, 64, 1)]
+# Rows of exactly one strip of outputs (112 samples for Gaussian plans, 64 without) and one
+# sample either side of it.
+SHAPES = [(8, 8, 1), (8, 8, 3), (9, 23, 3), (31, 12, 1), (64, 96, 3), (96, 64, 1),
+          (9, 112, 1), (9, 113, 1), (10, 37, 3), (11, 64, 1), (11, 63, 1)]
 
 # Every instruction-set variant of the disk filter this CPU runs; the first is the default.
 ISAS = [name for name in ("avx512", "avx2", "baseline") if _native._set_disk_isa(name)]
@@ -98,27 +101,57 @@ def test_flat_images_exact(radius, alias, isa):
     np.testing.assert_array_equal(_native.filter2d(img, kernel, mask, gauss), oracle(img, kernel))
 
 
-def test_variants_agree_bit_for_bit():
-    # The variants run the same integer, float32 and double operations in the same order, so
-    # they must give the same bytes: real 224 px images (flat regions take the double fallback
-    # of Gaussian plans, textured ones the float32 path), every table kernel, more than 8
-    # channels (filtered plane by plane) and odd sizes.
+def variant_images():
+    """Real 224 px images (sample RGB and gray), random ones, more than 8 channels (filtered
+    plane by plane), odd sizes, and flat, binary and saturated content."""
     from medmnistc_fast.sample import sample_images
     rng = np.random.default_rng(3)
     images = list(sample_images(3, 224, rgb=True)) + [
         g[..., None] for g in sample_images(2, 224, rgb=False)]
     images += [rng.integers(0, 256, (57, 91, 3), dtype=np.uint8),
-               rng.integers(0, 256, (20, 30, 11), dtype=np.uint8), natural((41, 77, 2), 4)]
-    params = TABLE_PARAMS + [(8.0, 1.5), (7.0, 0.05)]
+               rng.integers(0, 256, (20, 30, 11), dtype=np.uint8), natural((41, 77, 2), 4),
+               np.full((33, 47, 3), 201, np.uint8),
+               (rng.random((40, 115, 1)) < 0.5).astype(np.uint8) * 255,
+               np.clip(rng.integers(240, 300, (29, 60, 3)), 0, 255).astype(np.uint8)]
+    return images
+
+
+VARIANT_PARAMS = TABLE_PARAMS + [(8.0, 1.5), (7.0, 0.05), (7.5, 0.45), (8.0, 0.15)]
+
+
+def test_variants_agree_bit_for_bit():
+    # The variants run the same integer, float32 and double operations in the same order, so
+    # they must give the same bytes, on both paths of the Gaussian plans (float32 where it
+    # decides the truncation, double elsewhere) and on the Gaussian-free plans.
+    if len(ISAS) < 2:
+        pytest.skip("this CPU runs only one variant of the disk filter")
+    images = variant_images()
     results = {}
     for name in ISAS:
         assert _native._set_disk_isa(name)
         results[name] = [_native.filter2d(img, *blur._defocus_parts(r, a))
-                         for img in images for r, a in params]
+                         for img in images for r, a in VARIANT_PARAMS]
     assert _native._set_disk_isa(ISAS[0])
     for name in ISAS[1:]:
         for want, got in zip(results[ISAS[0]], results[name]):
             np.testing.assert_array_equal(got, want)
+
+
+def test_float32_decisions_equal_the_double_evaluation(isa):
+    # Gaussian plans evaluate in float32 and fall back to the plan's double formula where
+    # float32 cannot decide the truncation; forcing the double formula everywhere must give the
+    # same bytes (a wrong decision would differ by one level, which the oracle tests allow).
+    images = variant_images()
+    fast = [_native.filter2d(img, *blur._defocus_parts(r, a))
+            for img in images for r, a in VARIANT_PARAMS]
+    _native._set_disk_double(True)
+    try:
+        exact = [_native.filter2d(img, *blur._defocus_parts(r, a))
+                 for img in images for r, a in VARIANT_PARAMS]
+    finally:
+        _native._set_disk_double(False)
+    for want, got in zip(exact, fast):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_set_disk_isa_refuses_unknown():
