@@ -1191,10 +1191,16 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
             if (++r.slot == r.slots) r.slot = 0;
         }
     };
-    // Output row y of the strip at s0: stored in place when the strip is whole, else through
-    // obuf (the bytes are written straight to dst: staging them in a buffer read back as one
-    // vector stalls on store forwarding).
+    // Output row y of the strip at s0: written straight to dst when the strip is whole (staging
+    // it in a buffer read back as one vector stalls on store forwarding), else into obuf, which
+    // row_done copies to dst.
     alignas(64) uint8_t obuf[SW];
+    auto row_out = [&](ptrdiff_t y, ptrdiff_t s0, ptrdiff_t n_out) MMC_LAMBDA_INLINE {
+        return n_out == L ? dst + y * row + s0 : obuf;
+    };
+    auto row_done = [&](ptrdiff_t y, ptrdiff_t s0, ptrdiff_t n_out) MMC_LAMBDA_INLINE {
+        if (n_out < L) std::memcpy(dst + y * row + s0, obuf, static_cast<std::size_t>(n_out));
+    };
     if constexpr (!Gauss) {
         const u32x16 add = plan.div_add + u32x16{}, mul = plan.div_mul + u32x16{};
         // A uniform shift: a per-lane one is scalarised in the AVX2 variant.
@@ -1207,7 +1213,7 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
             start(b, 0, pb);
             for (ptrdiff_t y = 0; y < h; ++y) {
                 if (y > 0) advance(b, y, pb);
-                uint8_t* o = n_out == L ? dst + y * row + s0 : obuf;
+                uint8_t* o = row_out(y, s0, n_out);
                 if (plan.div) {
                     for (int v = 0; v < NV; ++v) {
                         const u32x16 q = ((__builtin_convertvector(b[v], u32x16) + add) * mul) >>
@@ -1221,9 +1227,7 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                         o[i] = disk_quantise(plan.wc * static_cast<double>(tmp[i]));
                     }
                 }
-                if (n_out < L) {
-                    std::memcpy(dst + y * row + s0, obuf, static_cast<std::size_t>(n_out));
-                }
+                row_done(y, s0, n_out);
             }
         }
         return;
@@ -1308,7 +1312,7 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                     rhof * __builtin_convertvector(ut, f32x16);
                 disk_store(vrow + 16 * t, vt);
             }
-            uint8_t* o = n_out == L ? dst + y * row + s0 : obuf;
+            uint8_t* o = row_out(y, s0, n_out);
             for (int t = 0; t < NV - 1; ++t) {
                 const ptrdiff_t i = G + 16 * t;
                 f32x16 nb = disk_load<f32x16>(vrow + i - c) + disk_load<f32x16>(vrow + i + c);
@@ -1345,9 +1349,7 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                 }
                 disk_store(o + 16 * t, Isa::bytes(q));
             }
-            if (n_out < L) {
-                std::memcpy(dst + y * row + s0, obuf, static_cast<std::size_t>(n_out));
-            }
+            row_done(y, s0, n_out);
         };
         for (ptrdiff_t s0 = 0; s0 < row; s0 += L) {
             const ptrdiff_t pb = plan.fw * c + s0 - G;  // strip lane 0 = output sample s0 - G

@@ -19,6 +19,7 @@ import medmnistc_fast as mf
 from medmnistc_fast import _native
 from medmnistc_fast.corruptions import blur
 from medmnistc_fast.registry import TABLES
+from tests import variants
 from tests.test_native import filter2d_oracle as oracle  # trunc(clip(filter2D(img / 255)) * 255)
 
 # Every (radius, alias sigma) of the MedMNIST-C defocus tables, plus radii on both sides of the
@@ -33,16 +34,8 @@ SHAPES = [(8, 8, 1), (8, 8, 3), (9, 23, 3), (31, 12, 1), (64, 96, 3), (96, 64, 1
           (9, 112, 1), (9, 113, 1), (10, 37, 3), (11, 64, 1), (11, 63, 1)]
 
 # Every instruction-set variant of the disk filter this CPU runs; the first is the default.
-ISAS = [name for name in ("avx512", "avx2", "baseline") if _native._set_disk_isa(name)]
-_native._set_disk_isa(ISAS[0])
-
-
-@pytest.fixture(params=ISAS)
-def isa(request):
-    """Run the test once per variant of the disk filter, then restore the default."""
-    assert _native._set_disk_isa(request.param)
-    yield request.param
-    assert _native._set_disk_isa(ISAS[0])
+ISAS = variants.runnable(_native._set_disk_isa, ("avx512", "avx2", "baseline"))
+isa = variants.fixture(_native._set_disk_isa, ISAS)
 
 
 def natural(shape, seed):

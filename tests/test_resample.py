@@ -20,17 +20,11 @@ from PIL import Image
 import medmnistc_fast as mf
 from medmnistc_fast import _native, registry
 from medmnistc_fast.sample import sample_images
+from tests import variants
 
-ISAS = [name for name in ("avx512", "avx2", "sse2", "portable") if _native._set_resample_isa(name)]
-_native._set_resample_isa(ISAS[0])  # the first one that runs is the default (best) path
-
-
-@pytest.fixture(params=ISAS)
-def isa(request):
-    """Run the test once per instruction-set path of the kernels, then restore the default."""
-    assert _native._set_resample_isa(request.param)
-    yield request.param
-    assert _native._set_resample_isa(ISAS[0])
+# Every instruction-set path of the kernels this CPU runs; the first is the default (best).
+ISAS = variants.runnable(_native._set_resample_isa, ("avx512", "avx2", "sse2", "portable"))
+isa = variants.fixture(_native._set_resample_isa, ISAS)
 
 
 def pil_box(image: np.ndarray, width: int, height: int) -> np.ndarray:
