@@ -329,6 +329,11 @@ def contrast(image: npt.NDArray[np.uint8], factor: float) -> npt.NDArray[np.uint
 def gamma(image: npt.NDArray[np.uint8], gamma: float) -> npt.NDArray[np.uint8]:
     """``apply_lut(image, gamma_lut(gamma))``."""
 
+def rgbx_pixels(image: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+    """New uint8 (H, W, 4) copy of a uint8 (H, W, 3) image with a fourth byte 255 per pixel
+    (Pillow's "RGBX" layout, which ``Image.frombuffer`` maps without copying). Raises ValueError
+    unless the image has 3 channels."""
+
 def pil_pixels(schema: object, array: object, h: int, w: int, c: int) -> npt.NDArray[np.uint8] | None:
     """New uint8 (h, w, c) array of a Pillow image from its ``Image.__arrow_c_array__()``
     capsules: mode 'L' exported as uint8 ("C", h * w elements) for c = 1, mode 'RGB' as a

@@ -88,6 +88,40 @@ def test_small_and_odd_sizes_do_not_crash():
     assert np.array_equal(out, ref_pixelate(Image.fromarray(img), 0.1))
 
 
+def test_jpeg_bit_exact_on_odd_shapes_and_strided_inputs():
+    """RGB goes to Pillow as a mapped "RGBX" copy: the same bytes as Pillow's save / open of
+    ``Image.fromarray`` for widths that are not multiples of 16 pixels (the padding kernel's
+    tail), non-contiguous and read-only inputs, gray and RGB."""
+    rng = np.random.default_rng(7)
+    for h, w in [(8, 8), (9, 17), (15, 16), (31, 33), (8, 97), (100, 101)]:
+        smooth = np.asarray(Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8))
+                            .resize((max(1, w // 3), max(1, h // 3))).resize((w, h), Image.BILINEAR))
+        for img in (smooth, rng.integers(0, 256, (h, w, 3), dtype=np.uint8)):
+            for q in (1, 7, 50, 95):
+                expected = ref_jpeg(Image.fromarray(img), q)
+                assert np.array_equal(mf.functional.jpeg_compression(img, q), expected), (h, w, q)
+            flipped = img[::-1, ::-1]
+            flipped.setflags(write=False)
+            assert np.array_equal(mf.functional.jpeg_compression(flipped, 20),
+                                  ref_jpeg(Image.fromarray(np.ascontiguousarray(flipped)), 20))
+            gray = np.ascontiguousarray(img[:, :, 1])
+            assert np.array_equal(mf.functional.jpeg_compression(gray, 20),
+                                  ref_jpeg(Image.fromarray(gray), 20))
+
+
+def test_rgbx_pixels_pads_every_pixel():
+    from medmnistc_fast import _native
+
+    rng = np.random.default_rng(8)
+    for h, w in [(1, 1), (1, 15), (1, 16), (1, 17), (3, 11), (7, 48), (224, 224)]:
+        img = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+        out = _native.rgbx_pixels(img)
+        assert out.shape == (h, w, 4) and out.dtype == np.uint8
+        assert np.array_equal(out[:, :, :3], img) and np.all(out[:, :, 3] == 255)
+    with pytest.raises(ValueError, match="3 channels"):
+        _native.rgbx_pixels(np.zeros((2, 2, 4), np.uint8))
+
+
 def test_gamma_lut_equals_torchvision_formula_for_random_gammas():
     """The table (C++ ``pow``) equals the per-value Python ``pow`` of torchvision's PIL
     adjust_gamma for arbitrary (augmentation-drawn) gammas, including near-integer products."""

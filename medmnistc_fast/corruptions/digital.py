@@ -84,15 +84,24 @@ def _jpeg_kernel(image, *, quality):
     """Pillow JPEG encode at ``quality`` (Pillow defaults: 4:2:0 chroma subsampling for RGB),
     then decode.
 
-    The decode goes straight to Pillow's JPEG decoder (``Image.frombytes(..., "jpeg", ...)``)
-    instead of ``Image.open``, which would first parse the markers in Python; the pixels are the
-    same libjpeg output.
+    An RGB image is handed to Pillow as an "RGBX" image mapped on a padded copy
+    (``_native.rgbx_pixels``, Pillow's own 4-byte layout): libjpeg receives the same R, G, B
+    samples as from ``Image.fromarray`` and writes the same bytes (tests/test_digital.py), without
+    Pillow's Python-driven unpacking. The decode goes straight to Pillow's JPEG decoder
+    (``Image.frombytes(..., "jpeg", ...)``) instead of ``Image.open``, which would first parse the
+    markers in Python; the pixels are the same libjpeg output.
     """
-    pil = to_pil(image)
+    h, w, c = image.shape
+    if c == 3:
+        pil = Image.frombuffer("RGBX", (w, h), _native.rgbx_pixels(image), "raw", "RGBX", 0, 1)
+        mode = "RGB"
+    else:
+        pil = to_pil(image)
+        mode = pil.mode
     buf = io.BytesIO()
     pil.save(buf, format="JPEG", quality=int(quality))
-    decoded = Image.frombytes(pil.mode, pil.size, buf.getbuffer(), "jpeg", pil.mode, "")
-    return from_pil(decoded, image.shape[2])
+    decoded = Image.frombytes(mode, (w, h), buf.getbuffer(), "jpeg", mode, "")
+    return from_pil(decoded, c)
 
 
 PIXELATE = Kind("pixelate", _sample_pixelate, _pixelate_kernel, random=False)
