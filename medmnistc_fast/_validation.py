@@ -4,6 +4,7 @@ Every error names the argument and the allowed values. Nothing here mutates its 
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -123,6 +124,16 @@ def as_nhwc(images, name: str = "images") -> np.ndarray:
     return np.ascontiguousarray(nhwc)
 
 
+def to_float(value) -> float:
+    """``float(value)`` for a real number, with an int beyond the float range (about 1.8e308)
+    mapped to +inf or -inf instead of raising OverflowError, so range checks report it as a
+    ValueError naming the argument."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def check_positive(value, name: str, *, integer: bool = False, upper=None, inclusive_upper=True):
     """Check a physical parameter of the functional layer: a finite number > 0 (optionally <= upper)."""
     ok_type = _is_int(value) if integer else (
@@ -130,7 +141,7 @@ def check_positive(value, name: str, *, integer: bool = False, upper=None, inclu
     kind = "an int" if integer else "a real number"
     if not ok_type:
         raise TypeError(f"{name} must be {kind}; got {value!r} ({type(value).__name__})")
-    v = float(value)
+    v = to_float(value)
     if not np.isfinite(v) or v <= 0 or (upper is not None and (v > upper if inclusive_upper else v >= upper)):
         bound = "" if upper is None else f" and {'<=' if inclusive_upper else '<'} {upper}"
         raise ValueError(f"{name} must be > 0{bound}; got {value!r}")

@@ -69,7 +69,7 @@ import numpy as np
 
 from . import registry, rng
 from ._validation import (MIN_SIDE, _is_int, as_hwc, as_nhwc, check_corruption, check_dataset,
-                          check_nonneg_int, check_seed)
+                          check_nonneg_int, check_seed, to_float)
 from .api import MAX_INDEX, _check_threads, _pool, get_num_threads
 from .corruptions import color, digital, kind_of, noise
 from .corruptions._spec import Context
@@ -329,10 +329,10 @@ def _check_weights(weights, choices: list) -> np.ndarray:
                 raise ValueError(f"weights has unknown choice {name!r}; valid choices: "
                                  f"{', '.join(map(repr, choices))}")
             if (not isinstance(value, numbers.Real) or isinstance(value, bool)
-                    or not math.isfinite(value) or value < 0):
+                    or not math.isfinite(to_float(value)) or value < 0):
                 raise ValueError(f"weights[{name!r}] must be a finite real number >= 0; "
                                  f"got {value!r}")
-            w[choices.index(name)] = float(value)
+            w[choices.index(name)] = to_float(value)
     if not w.max() > 0:
         raise ValueError("weights must give at least one choice a positive weight")
     w = w / w.max()  # first, so that a sum of huge finite weights cannot overflow

@@ -52,6 +52,7 @@ from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ._fileio import write_text_atomic
+from ._validation import to_float
 from ._baselines import ALEXNET_BASELINES, DATASET_CORRUPTIONS, DATASET_N_CLASSES, DATASET_TASKS, TASKS
 
 __all__ = [
@@ -104,7 +105,7 @@ def _check_unit_scalar(x: Any, name: str) -> float:
     """A real number in [0, 1] (an error rate)."""
     if not _is_real_scalar(x):
         raise TypeError(f"{name} must be a real number in [0, 1]; got {type(x).__name__}")
-    value = float(x)
+    value = to_float(x)
     if not 0.0 <= value <= 1.0:  # also rejects NaN
         raise ValueError(f"{name} must be a real number in [0, 1]; got {value!r}")
     return value
@@ -191,7 +192,7 @@ def _check_threshold(threshold: Any, task: str, n_labels: int) -> Union[float, n
     if task not in (_BINARY, _MULTI_LABEL):
         return None
     if _is_real_scalar(threshold):
-        value = float(threshold)
+        value = to_float(threshold)
         if value != value:
             raise ValueError("threshold must not be NaN")
         return value if task == _BINARY else np.full(n_labels, value)

@@ -259,6 +259,9 @@ def test_read_only_and_non_contiguous_inputs_not_modified():
     (dict(dataset="pathmnist", corruptions=[], identity=False), ValueError, "at least one"),
     (dict(dataset="pathmnist", corruptions=[]), ValueError, "at least one"),
     (dict(dataset="pathmnist", folds="noise"), ValueError, "select none of"),
+    # an int beyond the float range used to escape as OverflowError
+    (dict(dataset="pathmnist", weights={"identity": 10 ** 400}), ValueError,
+     r"weights\['identity'\]"),
 ])
 def test_constructor_errors(kwargs, exc, match):
     with pytest.raises(exc, match=match):

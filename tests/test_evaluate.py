@@ -685,6 +685,8 @@ def test_relative_corruption_error_hand():
         (lambda: ev.relative_corruption_error([0.1], 0.1, form="log"), ValueError, "form"),
         (lambda: ev.relative_corruption_error([0.1], 1.5), ValueError, "clean_error"),
         (lambda: ev.relative_corruption_error([0.1], "0.1"), TypeError, "clean_error"),
+        # an int beyond the float range used to escape as OverflowError
+        (lambda: ev.relative_corruption_error([0.1], 10 ** 400), ValueError, "clean_error"),
     ],
 )
 def test_pathology_bad_input(call, exc, match):

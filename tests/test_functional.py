@@ -128,6 +128,25 @@ def test_non_finite_angle_is_a_value_error(rgb224):
         F.motion_blur(rgb224[0], 5, 2, "left")
 
 
+def test_ints_beyond_the_float_range_are_value_errors():
+    """A Python int too large for a float is out of range, a ValueError naming the argument
+    (``float(10**400)`` used to escape as OverflowError)."""
+    from medmnistc_fast.corruptions import pathology as P
+
+    x = np.zeros((16, 16, 3), np.uint8)
+    cases = [
+        (lambda: F.gaussian_noise(x, 10 ** 400, seed=0), "sigma"),
+        (lambda: F.brightness(x, 10 ** 400), "factor"),
+        (lambda: F.pixelate(x, -10 ** 400), "factor"),
+        (lambda: F.defocus_blur(x, 10 ** 400, 1), "radius"),
+        (lambda: P.hsv_shift(x, "hue", 10 ** 400), "amount"),
+        (lambda: P.pathology_bubble(x, -10 ** 400), "strength"),
+    ]
+    for call, name in cases:
+        with pytest.raises(ValueError, match=name):
+            call()
+
+
 def test_out_of_range_parameters_rejected_clearly():
     # Found by a newcomer trial: each used to segfault, wrap silently, end in MemoryError or
     # raise from deep inside a kernel.

@@ -63,7 +63,7 @@ import numba
 import numpy as np
 
 from .._config import NJIT
-from .._validation import as_hwc, check_seed
+from .._validation import as_hwc, check_seed, to_float
 from ..rng import GAMMA, _splitmix64_array, generator, key_from_seed
 from ._hsv import HSV_CHANNELS, hsv_shift_kernel, hsv_shift_pixel  # noqa: F401 (re-exported)
 from ._spec import Context, Kind, to_gray, to_rgb
@@ -501,7 +501,7 @@ def _check_real(value, name: str, lo: float, hi: float) -> float:
             value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a real number in [{lo:g}, {hi:g}]; got {value!r} "
                         f"({type(value).__name__})")
-    v = float(value)
+    v = to_float(value)
     if not (lo <= v <= hi):  # also rejects NaN
         raise ValueError(f"{name} must be a real number in [{lo:g}, {hi:g}]; got {value!r}")
     return v
