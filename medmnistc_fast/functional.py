@@ -152,7 +152,8 @@ def motion_blur(image, radius: float, sigma: float, angle: float) -> np.ndarray:
     ``w_k ~ exp(-k**2 / (2 sigma**2))`` (``radius`` in pixels, 0 < radius <= 1024; ``sigma`` in
     pixels, 1e-3 <= sigma <= 1024),
     ``dx_k ~ k cos(angle)``, ``dy_k ~ k sin(angle)`` rounded as ImageMagick does (``angle`` in
-    degrees, any finite value; rows point down); edges replicated; ImageMagick Q16 rounding."""
+    degrees, any finite value, taken modulo 360 beyond about 5.7e307; rows point down); edges
+    replicated; ImageMagick Q16 rounding."""
     r = check_positive(radius, "radius", upper=MAX_RADIUS)
     s = _check_sigma(sigma, "sigma")
     if not isinstance(angle, numbers.Real) or isinstance(angle, bool):
@@ -163,6 +164,11 @@ def motion_blur(image, radius: float, sigma: float, angle: float) -> np.ndarray:
         a = math.inf
     if not math.isfinite(a):
         raise ValueError(f"angle must be a finite real number of degrees; got {angle!r}")
+    if not math.isfinite(math.pi * a):
+        # |angle| > ~5.7e307: its radians overflow to inf (sin(inf) is a math domain error).
+        # Use the exact residue modulo 360 (fmod is exact); smaller angles are left as they
+        # are so that their float rounding stays ImageMagick's.
+        a = math.fmod(a, 360.0)
     return _run("motion_blur", image, radius=r, sigma=s, angle=a)
 
 

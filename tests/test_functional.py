@@ -128,6 +128,17 @@ def test_non_finite_angle_is_a_value_error(rgb224):
         F.motion_blur(rgb224[0], 5, 2, "left")
 
 
+def test_huge_finite_angle_is_its_residue_modulo_360(rgb224):
+    """A finite angle whose radians overflow (|angle| > ~5.7e307) used to fail with a bare
+    'math domain error' naming no argument; it now blurs as its exact residue modulo 360."""
+    import math
+
+    x = rgb224[0][:40, :40]
+    for angle in (1e308, -1.7e308):
+        want = F.motion_blur(x, 5, 2, math.fmod(angle, 360.0))
+        assert np.array_equal(F.motion_blur(x, 5, 2, angle), want)
+
+
 def test_ints_beyond_the_float_range_are_value_errors():
     """A Python int too large for a float is out of range, a ValueError naming the argument
     (``float(10**400)`` used to escape as OverflowError)."""
