@@ -219,6 +219,31 @@ def _draw_param(g: np.random.Generator, corruption: str, ranges: tuple):
     return values[0] if len(values) == 1 else values
 
 
+def _param_ok(corruption: str, param, ranges: tuple) -> bool:
+    """Whether ``param`` has the form :func:`_draw_param` gives ``corruption`` with every
+    component inside ``ranges`` (floats within a relative 1e-9 of the bounds, for rounding
+    in the draws; ints and odd ints exactly)."""
+    def within(v, kind, lo, hi) -> bool:
+        if kind in ("int", "odd"):
+            return _is_int(v) and lo <= v <= hi and (kind == "int" or int(v) % 2 == 1)
+        if not isinstance(v, numbers.Real) or isinstance(v, (bool, np.bool_)):
+            return False
+        slack = 1e-9 * max(1.0, abs(lo), abs(hi))
+        return math.isfinite(v) and lo - slack <= v <= hi + slack
+
+    rule = _RULES[corruption]
+    if rule == "zoom":
+        return (isinstance(param, (tuple, list)) and len(param) > 0
+                and all(within(z, "float", 1.0, ranges[0][1]) for z in param))
+    if rule == "stain":
+        return (isinstance(param, (tuple, list)) and len(param) == 2
+                and within(param[0], "int", *ranges[0]) and _is_int(param[1])
+                and int(param[1]) in INK_SIDES.values())
+    values = (param,) if len(rule) == 1 else param
+    return (isinstance(values, (tuple, list)) and len(values) == len(rule)
+            and all(within(v, k, lo, hi) for v, k, (lo, hi) in zip(values, rule, ranges)))
+
+
 def _make_drawer(corruption: str, ranges: tuple):
     """``g -> _draw_param(g, corruption, ranges)``, with the per-call work reduced.
 
@@ -765,8 +790,11 @@ class AugMedMNISTC:
         ----------
         image : PIL image, ndarray or torch tensor
             As in :meth:`__call__`.
-        ops : sequence of Op
-            Operations of this transform's choices.
+        ops : sequence of Op (or of ``(corruption, param, key)`` triples)
+            Operations of this transform's choices, each with a parameter :meth:`draw` could
+            give (in the form of a severity-table entry, every component within this
+            transform's :func:`param_range`; stain_deposit's ink side one of the stored sets)
+            and a key, an int in ``[0, 2**64)``.
 
         Returns
         -------
@@ -775,15 +803,39 @@ class AugMedMNISTC:
         Raises
         ------
         TypeError, ValueError
-            Bad image (see :meth:`__call__`); an op whose corruption is not one of
-            ``self.choices``.
+            Bad image (see :meth:`__call__`); an op that is not a triple (TypeError), whose
+            corruption is not one of ``self.choices``, whose parameter is outside the
+            transform's ranges or of the wrong form, or whose key is not an int in
+            ``[0, 2**64)`` (TypeError for a non-int).
         """
-        for op in ops:
-            if op.corruption != IDENTITY and op.corruption not in self._names:
-                raise ValueError(f"ops has corruption {op.corruption!r}, not among this "
-                                 f"transform's choices: {', '.join(map(repr, self.choices))}")
+        ops = [self._check_op(op, i) for i, op in enumerate(ops)]
         hwc, ad = _to_array(image, "image", batched=False)
         return _from_array(self._apply_hwc(hwc, ops, not ad.owned), ad)
+
+    def _check_op(self, op, i: int) -> Op:
+        """``op`` (``ops[i]`` of :meth:`apply`) checked, as an :class:`Op`.
+
+        Hand-made ops used to reach the kernels unchecked: a JPEG quality of -5, a NaN noise
+        sigma or a negative black_corner radius gave garbage images without an error.
+        """
+        if isinstance(op, (str, bytes)) or not isinstance(op, Sequence) or len(op) != 3:
+            raise TypeError(f"ops[{i}] must be an Op (corruption, param, key); got {op!r}")
+        op = Op(*op)
+        if op.corruption == IDENTITY:
+            return _IDENTITY_OP
+        if op.corruption not in self._names:
+            raise ValueError(f"ops has corruption {op.corruption!r}, not among this "
+                             f"transform's choices: {', '.join(map(repr, self.choices))}")
+        if not _is_int(op.key):
+            raise TypeError(f"ops[{i}].key must be an int in [0, 2**64); got {op.key!r}")
+        if not 0 <= int(op.key) < 2**64:
+            raise ValueError(f"ops[{i}].key must be an int in [0, 2**64); got {op.key!r}")
+        ranges = self._ranges[op.corruption]
+        if not _param_ok(op.corruption, op.param, ranges):
+            raise ValueError(f"ops[{i}].param {op.param!r} is not a {op.corruption} parameter "
+                             f"this transform draws (rule {_RULES[op.corruption]!r}, ranges "
+                             f"{ranges!r})")
+        return op
 
     def __call__(self, image, *, index=None, epoch=None):
         """Corrupt one image with a randomly drawn corruption (or leave it unchanged).

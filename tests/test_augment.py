@@ -293,6 +293,58 @@ def test_call_errors():
         aug.batch(Image.fromarray(x))
 
 
+def test_apply_checks_hand_made_ops():
+    """Ops built by hand used to reach the kernels unchecked: a JPEG quality of -5, a NaN
+    noise sigma or a negative corner radius returned garbage images, a negative key a pybind
+    error, a plain triple an AttributeError. Bounds here come from the severity tables."""
+    aug = AugMedMNISTC("dermamnist", seed=0)
+    x = _image(28, True)
+    frozen = x.copy()
+    tables = registry.TABLES["dermamnist"]
+    bad = [
+        Op("jpeg_compression", -5, 0),
+        Op("jpeg_compression", max(tables["jpeg_compression"]) + 1, 0),
+        Op("jpeg_compression", 20.0, 0),                 # the table's ints are ints
+        Op("pixelate", max(tables["pixelate"]) * 2, 0),
+        Op("pixelate", float("nan"), 0),
+        Op("gaussian_noise", float("nan"), 1),
+        Op("gaussian_noise", -0.1, 1),
+        Op("shot_noise", 0.0, 1),
+        Op("brightness_up", float("inf"), 0),
+        Op("black_corner", -5.0, 0),
+        Op("black_corner", True, 0),
+        Op("defocus_blur", (1e9, 0.3), 0),
+        Op("defocus_blur", 6.0, 0),                      # a pair is needed
+        Op("zoom_blur", (0.5,), 0),
+        Op("zoom_blur", (), 0),
+        Op("characters", (1, 7, -3.0), 5),
+    ]
+    for op in bad:
+        with pytest.raises(ValueError, match=r"ops\[0\]\.param"):
+            aug.apply(x, [op])
+    for key, exc in ((-1, ValueError), (2**64, ValueError), (0.5, TypeError)):
+        with pytest.raises(exc, match=r"ops\[0\]\.key"):
+            aug.apply(x, [Op("gaussian_noise", tables["gaussian_noise"][0], key)])
+    for op in (("pixelate", 0.5), "pixelate", None):
+        with pytest.raises(TypeError, match=r"ops\[0\] must be an Op"):
+            aug.apply(x, [op])
+    assert np.array_equal(x, frozen)
+    # A plain triple with a table value works and equals the Op form; every table entry of
+    # every level is accepted (the draws bound them).
+    triple = ("pixelate", tables["pixelate"][2], 0)
+    assert np.array_equal(aug.apply(x, [triple]), aug.apply(x, [Op(*triple)]))
+    for corruption in aug.choices[:-1]:
+        for s, entry in enumerate(tables[corruption], start=1):
+            param = stain_param(entry, s) if corruption == "stain_deposit" else entry
+            aug.apply(x, [Op(corruption, param, 7)])
+    # What draw() gives always passes, at every level range.
+    for levels in ((1, 1), (2, 4), (5, 5)):
+        aug = AugMedMNISTC("dermamnist", seed=1, levels=levels, n_ops=3)
+        for _ in range(300):
+            for i, op in enumerate(aug.draw()):
+                aug._check_op(op, i)
+
+
 def test_tensor_errors():
     torch = pytest.importorskip("torch")
     aug = AugMedMNISTC("pathmnist", seed=0)
