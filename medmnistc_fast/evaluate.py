@@ -125,6 +125,12 @@ def _check_labels(y_true: Any, task: str, name: str = "y_true") -> np.ndarray:
     if kind == "f":
         if not np.all(np.isfinite(y)) or not np.array_equal(y, np.floor(y)):
             raise ValueError(f"{name} must hold integer class labels; got non-integral float values")
+    if kind in "uf":
+        # Checked before the int64 cast, which would wrap (uint64) or warn and saturate (float).
+        lo, hi = y.min(), y.max()
+        if hi >= 2.0**63 or lo < -(2.0**63):
+            bad = hi if hi >= 2.0**63 else lo
+            raise ValueError(f"{name} must hold class labels; got {bad!r}, outside the int64 range")
     if task == _MULTI_LABEL:
         y2 = y.reshape(-1, 1) if y.ndim == 1 else y
         if y2.shape[1] == 0:

@@ -211,6 +211,10 @@ def test_non_contiguous_inputs():
         (dict(y_true=np.array([0, 1, 3, 1])), ValueError, "y_true"),  # label 3 with K = 3
         (dict(y_true=np.array([0, -1, 2, 1])), ValueError, "y_true"),
         (dict(y_true=np.array([0.0, 1.5, 2.0, 1.0])), ValueError, "y_true"),
+        # beyond int64: the cast used to warn (float) or wrap to -1 in the message (uint64)
+        (dict(y_true=np.array([1e20, 0.0, 1.0, 2.0])), ValueError, "y_true.*int64 range"),
+        (dict(y_true=np.array([2**64 - 1, 0, 1, 2], np.uint64)), ValueError,
+         "y_true.*18446744073709551615"),
         (dict(y_true=np.array(["a", "b", "c", "d"])), TypeError, "y_true"),
         (dict(y_true=np.zeros((4, 2), int)), ValueError, "y_true"),  # two label columns, not multi-label
         (dict(y_score=np.zeros(4)), ValueError, "y_score"),  # multi-class needs (N, K)
