@@ -642,8 +642,9 @@ def evaluate_robustness(
         a number of score columns that is not the dataset's number of classes, or 1 or 2 for binary tasks);
         for bad labels or thresholds (see :func:`balanced_accuracy`). Zero-denominator rule: if a baseline
         error ``E_c(B)`` is 0 or ``E_c(B) == E_clean(B)`` for an evaluated corruption, BE_c or rBE_c is
-        undefined and ``ValueError`` naming ``baseline`` is raised (never NaN). This cannot happen with the
-        AlexNet table, whose denominators are all non-zero; the model's own errors, including
+        undefined and ``ValueError`` naming ``baseline`` is raised (never NaN); so it is when a denominator
+        is so close to 0 (subnormal) that BE_c or rBE_c would overflow to infinity. This cannot happen with
+        the AlexNet table, whose denominators are all non-zero; the model's own errors, including
         ``E_clean = 0``, never appear in a denominator.
 
     References
@@ -711,8 +712,12 @@ def evaluate_robustness(
         err_c = tuple(1.0 - a for a in ba_c)
         e_c = float(np.mean(err_c))
         bas[c], errors[c], mean_errors[c] = ba_c, err_c, e_c
-        be[c] = e_c / base_errors[c]
-        rbe[c] = (e_c - clean_err) / (base_errors[c] - base_clean)
+        with np.errstate(over="ignore"):
+            be[c] = float(np.float64(e_c) / base_errors[c])
+            rbe[c] = float(np.float64(e_c - clean_err) / (base_errors[c] - base_clean))
+        if not (np.isfinite(be[c]) and np.isfinite(rbe[c])):
+            raise ValueError(f"baseline errors for {c!r} are so close to 0 or to the baseline clean "
+                             f"error that BE or rBE overflows")
 
     if thr is None:
         thr_out: Union[float, Tuple[float, ...], None] = None
@@ -937,7 +942,8 @@ def relative_corruption_error(
     ValueError
         As :func:`corruption_error`; if ``clean_error`` is outside ``[0, 1]``; if ``form`` is unknown; with
         ``form="ratio"`` and ``clean_error == 0`` (a perfect clean model: the ratio is undefined, use the
-        difference form), following the module's zero-denominator rule.
+        difference form), following the module's zero-denominator rule, or a subnormal ``clean_error`` that
+        would overflow the ratio to infinity.
 
     References
     ----------
@@ -952,7 +958,12 @@ def relative_corruption_error(
         return _reduce_last(e - clean)
     if clean == 0.0:
         raise ValueError("clean_error is 0, so the ratio form of rCE is undefined; use form='difference'")
-    return _reduce_last(e) / clean
+    ce = _reduce_last(e)
+    # A subnormal clean_error (about 5.6e-309 or less) can overflow the ratio to inf.
+    if np.max(ce) > clean * np.finfo(np.float64).max:
+        raise ValueError(f"clean_error {clean!r} is too small for the ratio form of rCE (it overflows); "
+                         "use form='difference'")
+    return ce / clean
 
 
 def top1_confidence(clean_probs: Any, corrupted_probs: Any, n_severities: int = N_SEVERITIES) -> np.ndarray:

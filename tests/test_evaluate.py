@@ -512,6 +512,10 @@ def test_report_custom_baseline_and_zero_denominator_rule():
     with pytest.raises(ValueError, match="baseline.*BE"):
         ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), breast_scores(),
                                baseline={"clean_error": 0.2, "errors": {"pixelate": 0.4, "motion_blur": 0.0}})
+    # subnormal denominators used to give BE = inf (the module promises no NaN or infinity)
+    with pytest.raises(ValueError, match="baseline.*overflows"):
+        ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), breast_scores(),
+                               baseline={"clean_error": 0.0, "errors": {"pixelate": 5e-324, "motion_blur": 0.2}})
     # a custom baseline allows datasets outside MedMNIST-C, given a task
     rep2 = ev.evaluate_robustness("my_set", Y4, two_col(P_OK), breast_scores(), task=BINARY, baseline=base)
     assert rep2.be == rep.be
@@ -688,6 +692,8 @@ def test_relative_corruption_error_hand():
         (lambda: ev.mean_corruption_error({"a": [0.1, -0.1]}), ValueError, r"errors\['a'\]"),
         (lambda: ev.relative_corruption_error([0.1], 0.1, form="log"), ValueError, "form"),
         (lambda: ev.relative_corruption_error([0.1], 1.5), ValueError, "clean_error"),
+        # a subnormal clean error used to overflow the ratio to inf
+        (lambda: ev.relative_corruption_error([0.5], 5e-324, form="ratio"), ValueError, "clean_error"),
         (lambda: ev.relative_corruption_error([0.1], "0.1"), TypeError, "clean_error"),
         # an int beyond the float range used to escape as OverflowError
         (lambda: ev.relative_corruption_error([0.1], 10 ** 400), ValueError, "clean_error"),
