@@ -60,6 +60,7 @@ from __future__ import annotations
 import bisect
 import math
 import numbers
+import operator
 import os
 import sys
 import zlib
@@ -1028,7 +1029,12 @@ class EpochSampler:
     def __iter__(self):
         epoch = self.epoch
         for i in self.sampler:
-            yield (int(i), epoch)
+            try:
+                index = operator.index(i)  # ints, numpy and 0-d torch integers; not 1.7 -> 1
+            except TypeError:
+                raise TypeError(f"sampler must yield int indices; got {i!r} "
+                                f"({type(i).__name__})") from None
+            yield (index, epoch)
 
     def __len__(self) -> int:
         return len(self.sampler)

@@ -585,3 +585,12 @@ def test_folds_and_sampler_types_checked_up_front():
         AugMedMNISTC("pathmnist", folds=3)
     with pytest.raises(TypeError, match="sampler must be an iterable of indices"):
         EpochSampler(3.5)
+
+
+def test_epoch_sampler_refuses_non_integer_indices():
+    """A float index used to be truncated silently (1.7 -> 1), a string to fail in int()."""
+    assert list(EpochSampler([np.int64(2), 0], epoch=3)) == [(2, 3), (0, 3)]
+    assert all(type(i) is int for i, _ in EpochSampler(np.arange(3)))
+    for sampler in ([1.7], "ab", [None]):
+        with pytest.raises(TypeError, match="sampler must yield int indices"):
+            list(EpochSampler(sampler))
