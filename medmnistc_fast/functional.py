@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._validation import as_hwc, check_nonneg_int, check_positive, check_seed
+from ._validation import as_hwc, check_nonneg_int, check_positive, check_seed, to_float
 from .corruptions import KINDS
 from .corruptions.pathology import hsv_shift, marking, pathology_bubble
 from .rng import key_from_seed
@@ -179,10 +179,15 @@ def zoom_blur(image, zooms) -> np.ndarray:
     if isinstance(zooms, (str, bytes)):
         raise TypeError(f"zooms must be a sequence of real numbers in [1, 1e6]; got {zooms!r}")
     try:
-        zs = tuple(float(z) for z in zooms)
-    except (TypeError, ValueError, OverflowError):
+        items = tuple(zooms)
+    except TypeError:
+        items = None
+    # Each item a real number (not a str such as '1.5' or a bool, which float() would take).
+    if items is None or not all(isinstance(z, numbers.Real) and not isinstance(z, (bool, np.bool_))
+                                for z in items):
         raise TypeError(f"zooms must be a sequence of real numbers in [1, 1e6]; got "
-                        f"{zooms!r}") from None
+                        f"{zooms!r}")
+    zs = tuple(to_float(z) for z in items)
     if not zs or not all(1.0 <= z <= 1e6 for z in zs):
         raise ValueError(f"zooms must be a non-empty sequence of numbers in [1, 1e6]; got "
                          f"{zooms!r}")

@@ -90,6 +90,9 @@ def test_argument_errors(call, match, rgb224):
     (lambda x: F.bubble(x, [1], [1], [3], border=2.0), "border must be a non-negative int"),
     (lambda x: F.characters(x, (t for t in ["abc"]), [1], [1], [[0, 0, 0]]),
      "texts must be a sequence"),
+    # float() used to accept these items silently
+    (lambda x: F.zoom_blur(x, ["1.5"]), "zooms must be a sequence of real numbers"),
+    (lambda x: F.zoom_blur(x, [True]), "zooms must be a sequence of real numbers"),
 ])
 def test_wrong_types_are_type_errors(call, match, rgb224):
     """A wrong type is a TypeError naming the argument (a wrong value is a ValueError); found
