@@ -549,6 +549,11 @@ def test_functional_validation(patches96):
         P.marking(img, (5, 5), (1, "a"))
     with pytest.raises(ValueError, match="seed"):
         P.marking(img, (5, 5), seed=-1)
+    # an invalid seed is refused with an explicit position too (it used to be ignored)
+    with pytest.raises(ValueError, match="seed"):
+        P.marking(img, (5, 5), (1, 1), seed=-1)
+    with pytest.raises(TypeError, match="seed"):
+        P.marking(img, (5, 5), (1, 1), seed="7")
     with pytest.raises(ValueError, match="strength"):
         P.pathology_bubble(img, 1.01)
     with pytest.raises(TypeError, match="image"):

@@ -571,7 +571,8 @@ def marking(image, size, position=None, *, seed=None) -> np.ndarray:
         (along a side where the blot is larger, so that the image lies inside its box).
         The pathology suite uses (17, 10) at 96 px and (27, 13) at 224 px.
     seed : int >= 0 or None
-        For ``position=None`` only: fixes the drawn position (None: fresh OS entropy).
+        For ``position=None``: fixes the drawn position (None: fresh OS entropy). Validated,
+        and otherwise unused, with an explicit position.
 
     Returns
     -------
@@ -584,8 +585,9 @@ def marking(image, size, position=None, *, seed=None) -> np.ndarray:
     """
     hwc = as_hwc(image)
     w, h = _check_int_pair(size, "size", 1, MAX_MARKING)
+    seed = check_seed(seed)  # checked even when unused, like every other argument
     if position is None:
-        values = _random_corner(key_from_seed(check_seed(seed)), hwc.shape, w, h)
+        values = _random_corner(key_from_seed(seed), hwc.shape, w, h)
     else:
         x, y = _check_int_pair(position, "position", -2 ** 30, 2 ** 30)
         values = {"width": w, "height": h, "x": x, "y": y}
