@@ -493,14 +493,24 @@ class RobustnessReport:
 
         Parameters
         ----------
-        digits : int, default 4
+        digits : int >= 0, default 4
             Decimal places (values are fractions, not percentages).
 
         Returns
         -------
         str
             Markdown text ending with a newline.
+
+        Raises
+        ------
+        TypeError, ValueError
+            ``digits`` is not an int, or is negative.
         """
+        if isinstance(digits, (bool, np.bool_)) or not isinstance(digits, (int, np.integer)):
+            raise TypeError(f"digits must be an int >= 0; got {digits!r} ({type(digits).__name__})")
+        if digits < 0:
+            raise ValueError(f"digits must be an int >= 0; got {digits!r}")
+        digits = int(digits)
         f = lambda x: _fmt(x, digits)  # noqa: E731
         sev = [f"s{s}" for s in range(1, N_SEVERITIES + 1)]
         lines = [

@@ -580,6 +580,13 @@ def test_report_tables():
     pipes = [line.count("|") for line in md.splitlines() if line.startswith("| corruption") or
              line.startswith("|---") or line.startswith("| pixelate") or line.startswith("| motion_blur")]
     assert pipes == [3] + [10] * 4 + [8] * 4  # summary separator, errors table, balanced accuracy table
+    assert "| clean error | 0.00 |" in rep.to_markdown(digits=np.int64(2))
+    # a bad digits used to fail inside str.format ("Format specifier missing precision")
+    with pytest.raises(ValueError, match="digits"):
+        rep.to_markdown(digits=-1)
+    for bad in ("4", 2.0, True, None):
+        with pytest.raises(TypeError, match="digits"):
+            rep.to_markdown(digits=bad)
 
 
 @pytest.mark.parametrize(
