@@ -294,11 +294,11 @@ class CorruptedSet:
         if not _is_int(i):
             raise TypeError(f"index must be an int; got {i!r} ({type(i).__name__})")
         n = len(self)
-        i = int(i)
+        given = i = int(i)
         if i < 0:
             i += n
         if not 0 <= i < n:
-            raise IndexError(f"index {i} out of range for a set of {n} items")
+            raise IndexError(f"index {given} out of range for a set of {n} items")
         s = self.severities[i // self.n_per_severity]
         return (s - 1) * self.n_per_severity + i % self.n_per_severity, s
 

@@ -125,8 +125,11 @@ def test_errors(tmp_path):
     with pytest.raises(ValueError, match="format"):
         CorruptedSet(tmp_path, "pathmnist", "pixelate", format="hdf5")
     cs = CorruptedSet(tmp_path, "pathmnist", "pixelate", severity=2)
-    with pytest.raises(IndexError):
+    with pytest.raises(IndexError, match=f"index {N} out of range"):
         cs[N]
+    # the message names the index given, not the one shifted by len (it used to say -1)
+    with pytest.raises(IndexError, match=f"index {-N - 1} out of range for a set of {N}"):
+        cs[-N - 1]
     with pytest.raises(TypeError, match="index must be an int"):
         cs[1.0]
     # Layout checks
