@@ -23,8 +23,8 @@ MAX_INDEX = 2**63
 #: :func:`corrupt_batch`).
 _MIN_THREADED_PIXELS = 96 * 96
 _state = {"threads": None}
-_pools: dict = {}
-_pools_lock = threading.Lock()
+_pool_state = {"executor": None, "size": 0}
+_pool_lock = threading.Lock()
 
 
 def corruptions(dataset: str) -> tuple:
@@ -92,10 +92,44 @@ def _check_threads(n) -> int:
 
 
 def _pool(n: int) -> ThreadPoolExecutor:
-    with _pools_lock:
-        if n not in _pools:
-            _pools[n] = ThreadPoolExecutor(max_workers=n, thread_name_prefix="medmnistc_fast")
-        return _pools[n]
+    """The process's one worker pool, with at least ``n`` threads. A larger request replaces
+    it (the old pool's threads finish their tasks and exit), so the threads kept alive never
+    exceed the largest ``num_threads`` used."""
+    with _pool_lock:
+        if _pool_state["size"] < n:
+            old = _pool_state["executor"]
+            _pool_state["executor"] = ThreadPoolExecutor(max_workers=n,
+                                                         thread_name_prefix="medmnistc_fast")
+            _pool_state["size"] = n
+            if old is not None:
+                old.shutdown(wait=False)
+        return _pool_state["executor"]
+
+
+def _run_chunks(run, n: int, threads: int) -> None:
+    """``run(lo, hi)`` over ``[0, n)`` in ``min(n, 4 * threads)`` contiguous chunks, on at most
+    ``threads`` threads (1: in the calling thread). The first exception raised by a chunk is
+    re-raised after all threads stop."""
+    threads = max(1, min(threads, n))
+    if threads == 1:
+        run(0, n)
+        return
+    bounds = np.linspace(0, n, min(n, threads * 4) + 1).astype(int)
+    chunks = iter(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while True:
+            with lock:
+                chunk = next(chunks, None)
+            if chunk is None:
+                return
+            run(*chunk)
+
+    pool = _pool(threads)
+    futures = [pool.submit(worker) for _ in range(threads)]
+    for f in futures:
+        f.result()
 
 
 def _plan(dataset, corruption, severity, seed):
@@ -228,14 +262,7 @@ def corrupt_batch(images, corruption, severity, *, dataset, seed=None, start=0,
         for i in range(lo, hi):
             out[i] = _apply(kind, param, ctx, nhwc[i], keys[i])
 
-    threads = max(1, min(threads, n))
-    if threads == 1:
-        run(0, n)
-    else:
-        bounds = np.linspace(0, n, min(n, threads * 4) + 1).astype(int)
-        futures = [_pool(threads).submit(run, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
-        for f in futures:
-            f.result()
+    _run_chunks(run, n, threads)
     return out.reshape(images.shape) if result is None else result
 
 

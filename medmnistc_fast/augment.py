@@ -71,7 +71,7 @@ import numpy as np
 from . import registry, rng
 from ._validation import (MIN_SIDE, _is_int, as_hwc, as_nhwc, check_corruption, check_dataset,
                           check_nonneg_int, check_seed, to_float)
-from .api import MAX_INDEX, _check_threads, _pool, get_num_threads
+from .api import MAX_INDEX, _check_threads, _run_chunks, get_num_threads
 from .corruptions import color, digital, kind_of, noise
 from .corruptions._spec import Context
 from .corruptions.artifacts import INK_SIDES
@@ -914,15 +914,7 @@ class AugMedMNISTC:
             for i in range(lo, hi):
                 out[i] = self._apply_hwc(nhwc[i], plans[i], copy=False)
 
-        threads = max(1, min(threads, n))
-        if threads == 1:
-            run(0, n)
-        else:
-            bounds = np.linspace(0, n, min(n, threads * 4) + 1).astype(int)
-            futures = [_pool(threads).submit(run, lo, hi)
-                       for lo, hi in zip(bounds[:-1], bounds[1:])]
-            for f in futures:
-                f.result()
+        _run_chunks(run, n, threads)
         return _from_array(out, ad)
 
     def __repr__(self) -> str:

@@ -1,4 +1,6 @@
 """The binding public contract (design.md section 2): names, errors, randomness, batches."""
+import threading
+import time
 import zlib
 
 import numpy as np
@@ -221,3 +223,57 @@ def test_corrupt_batch_out_parameter():
     frozen.setflags(write=False)
     with pytest.raises(ValueError, match="writeable"):
         mf.corrupt_batch(imgs, "gaussian_noise", 2, dataset="dermamnist", out=frozen)
+
+
+def test_chunks_run_once_each_on_at_most_the_requested_threads():
+    """``_run_chunks`` covers [0, n) exactly once, never runs more chunks at a time than the
+    requested thread count (even when the shared pool is larger), and re-raises a chunk's error."""
+    from medmnistc_fast import api
+
+    api._pool(6)  # a larger pool than the requests below
+    for n, threads in [(1, 4), (5, 2), (40, 2), (40, 3), (7, 7)]:
+        lock, active, peak, seen = threading.Lock(), [0], [0], []
+
+        def run(lo, hi):
+            with lock:
+                active[0] += 1
+                peak[0] = max(peak[0], active[0])
+                seen.extend(range(lo, hi))
+            time.sleep(0.002)
+            with lock:
+                active[0] -= 1
+
+        api._run_chunks(run, n, threads)
+        assert sorted(seen) == list(range(n)), (n, threads)
+        assert peak[0] <= min(n, threads), (n, threads, peak[0])
+
+    def fail(lo, hi):
+        if lo > 0:
+            raise RuntimeError("chunk failed")
+
+    with pytest.raises(RuntimeError, match="chunk failed"):
+        api._run_chunks(fail, 20, 3)
+
+
+def test_thread_pools_do_not_pile_up(rgb224):
+    """Batches with varying thread counts and sizes keep at most the largest requested number of
+    pool threads alive (one pool per distinct count used to stay alive for each)."""
+    from medmnistc_fast import api
+    from medmnistc_fast.augment import AugMedMNISTC
+
+    limit = max(5, api._pool_state["size"])  # earlier tests may have used more threads
+    aug = AugMedMNISTC("pathmnist", seed=0)
+    small = rgb224[:, :32, :32]
+    for threads in (2, 3, 4, 5, 3, 2):
+        for n in (2, 3, 5):
+            batch = np.stack([small[i % len(small)] for i in range(n)])
+            mf.corrupt_batch(batch, "pixelate", 2, dataset="pathmnist", num_threads=threads)
+            aug.batch(batch, num_threads=threads)
+
+    def alive():
+        return sum(t.name.startswith("medmnistc_fast") for t in threading.enumerate())
+
+    deadline = time.monotonic() + 10
+    while alive() > limit and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert alive() <= limit
