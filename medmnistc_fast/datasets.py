@@ -95,11 +95,21 @@ def _describe(path: str, fmt: str) -> tuple:
 
 
 def _format_of(path: str, fmt: str) -> str:
-    if fmt != "auto":
-        return fmt
-    if path.endswith(".zarr") or os.path.isdir(path):
-        return "zarr"
-    return "npz"
+    """The storage format of ``path``: ``fmt`` if given, else zarr for a directory or a
+    ``.zarr`` name, else npz. Raises ValueError for a directory read as npz, a file read as
+    zarr, or a directory without zarr group metadata (``.zgroup`` v2, ``zarr.json`` v3)."""
+    is_dir = os.path.isdir(path)
+    if fmt == "auto":
+        fmt = "zarr" if path.endswith(".zarr") or is_dir else "npz"
+    if fmt == "npz" and is_dir:
+        raise ValueError(f"{path!r} is a directory; format='npz' needs an .npz file")
+    if fmt == "zarr" and os.path.exists(path):
+        if not is_dir:
+            raise ValueError(f"{path!r} is a file; format='zarr' needs a zarr directory store")
+        if not any(os.path.exists(os.path.join(path, m)) for m in (".zgroup", "zarr.json")):
+            raise ValueError(f"{path!r} is a directory without zarr group metadata (.zgroup or "
+                             f"zarr.json); not a corrupted-set store")
+    return fmt
 
 
 def _check_severities(severity) -> tuple:
@@ -107,7 +117,8 @@ def _check_severities(severity) -> tuple:
     if severity is None:
         return tuple(range(1, registry.N_SEVERITIES + 1))
     values = (severity,) if _is_int(severity) else severity
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+    if (isinstance(values, (str, bytes, set, frozenset, dict))
+            or not isinstance(values, Iterable)):
         raise TypeError(f"severity must be {allowed}; got {severity!r}")
     values = tuple(values)
     if not values:

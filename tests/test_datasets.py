@@ -119,7 +119,8 @@ def test_errors(tmp_path):
     with pytest.raises(ValueError, match="valid datasets"):
         CorruptedSet(tmp_path, "pathmnistx", "pixelate")
     for bad, exc in ((0, ValueError), (6, ValueError), (2.0, TypeError), ("3", TypeError),
-                     ([], ValueError), ([1, 1], ValueError), (True, TypeError)):
+                     ([], ValueError), ([1, 1], ValueError), (True, TypeError),
+                     ({1, 2}, TypeError)):  # a set has no order
         with pytest.raises(exc, match="severity"):
             CorruptedSet(tmp_path, "pathmnist", "pixelate", severity=bad)
     with pytest.raises(ValueError, match="format"):
@@ -145,6 +146,21 @@ def test_errors(tmp_path):
     np.savez(tmp_path / "pathmnist" / "saturate.npz", images=images, labels=labels)
     with pytest.raises(ValueError, match="no array 'test_images'"):
         CorruptedSet(tmp_path, "pathmnist", "saturate")
+
+
+def test_wrong_kind_of_path(tmp_path):
+    """A directory read as npz, a file read as zarr and a directory that is no zarr store are
+    refused with a ValueError naming the path (they used to fail inside NumPy or zarr)."""
+    images, labels = _data()
+    p = _write(tmp_path, "pathmnist", "pixelate", images, labels)
+    folder = tmp_path / "pathmnist" / "bubble.npz"
+    folder.mkdir()
+    with pytest.raises(ValueError, match="is a directory; format='npz'"):
+        CorruptedSet.from_path(str(folder), format="npz")
+    with pytest.raises(ValueError, match="without zarr group metadata"):
+        CorruptedSet.from_path(str(folder))
+    with pytest.raises(ValueError, match="is a file; format='zarr'"):
+        CorruptedSet.from_path(str(p), format="zarr")
 
 
 def test_object_arrays_refused(tmp_path):
