@@ -13,8 +13,10 @@ Examples
     medmnistc-fast preview --sample --dataset dermamnist --index 3 --out dermamnist.png
     medmnistc-fast list --dataset chestmnist --json
 
-Exit status: 0 on success, 2 for bad arguments or inputs (one line on stderr, no traceback),
-130 when interrupted. Progress bars go to stderr; ``--quiet`` turns them off.
+Exit status: 0 on success, 2 for bad arguments or inputs and for failed reads or writes
+(OSError, e.g. a read-only --out; one line on stderr, no traceback), 130 when interrupted.
+Only ``list`` exits 0 when its stdout is a pipe closed by the reader (``| head``). Progress
+bars go to stderr; ``--quiet`` turns them off.
 """
 from __future__ import annotations
 
@@ -276,6 +278,16 @@ def _silence_stdout() -> None:
         pass
 
 
+def _print_error(exc: BaseException) -> None:
+    """The one-line ``medmnistc-fast: error: ...`` message on stderr (dropped if stderr is
+    itself a closed pipe: the exit status still tells)."""
+    msg = " ".join(str(exc).split()) or type(exc).__name__
+    try:
+        print(f"{_PROG}: error: {msg}", file=sys.stderr)
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv=None) -> int:
     """Run the console command; returns the exit status.
 
@@ -287,8 +299,9 @@ def main(argv=None) -> int:
     Returns
     -------
     int
-        0 on success, 2 on bad arguments or inputs (a one-line message on stderr), 130 when
-        interrupted.
+        0 on success (also for ``list`` into a pipe the reader closed), 2 on bad arguments or
+        inputs and on failed reads or writes, OSError including a broken pipe of ``generate``
+        or ``preview`` (a one-line message on stderr), 130 when interrupted.
     """
     parser = _build_parser()
     try:
@@ -304,12 +317,16 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"{_PROG}: interrupted; re-run the same command to resume", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # e.g. `medmnistc-fast list | head`: the reader left
-        _silence_stdout()
-        return 0
+    except BrokenPipeError as exc:
+        if args.command == "list":  # `medmnistc-fast list | head`: the reader of stdout left
+            _silence_stdout()
+            return 0
+        # generate and preview write nothing to stdout: a broken pipe there is a failure
+        # (a worker pool's pipe, or stderr closed under the progress bars), never success.
+        _print_error(exc)
+        return 2
     except (ValueError, OSError, ImportError) as exc:
-        msg = " ".join(str(exc).split()) or type(exc).__name__
-        print(f"{_PROG}: error: {msg}", file=sys.stderr)
+        _print_error(exc)
         return 2
     finally:
         if previous is not None:

@@ -195,6 +195,26 @@ def test_list_into_a_closed_pipe_is_quiet():
     assert "Broken pipe" not in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("command", ["generate", "preview"])
+def test_broken_pipe_outside_list_is_an_error(tmp_path, capsys, monkeypatch, command):
+    # A BrokenPipeError inside generate / preview (a dead multiprocessing helper, stderr closed
+    # under the progress bars) must not pass for `list | head`: the run did not complete.
+    import medmnistc_fast.generate as G
+
+    def broken(*args, **kwargs):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(G, "generate", broken)
+    monkeypatch.setattr(G, "load_images", broken)
+    out = tmp_path / ("o" if command == "generate" else "o.png")
+    code = main([command, "--sample", "--dataset", "breastmnist", "--size", "28",
+                 "--out", str(out), "--quiet"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(lines) == 1 and lines[0].startswith("medmnistc-fast: error: ")
+    assert "Broken pipe" in lines[0]
+
+
 def test_empty_list_items_are_rejected(tmp_path):
     r = run_cli("generate", "--sample", "--dataset", "breastmnist", "--size", "28",
                 "--severities", "1,,3", "--out", str(tmp_path / "o"), "--quiet")
