@@ -968,6 +968,10 @@ class _PoolRunner:
                 self._ex.submit(_warm_worker, warm)
             except RuntimeError:  # shut down meanwhile (an error or Ctrl-C in the parent)
                 return
+            except Exception:  # noqa: BLE001 - spawning failed (OSError: fork limit, a dead
+                # multiprocessing helper...): the first real submit fails the same way and
+                # generate reports it; a traceback from this thread would only add noise.
+                return
 
     def submit(self, task, images):
         return self._ex.submit(_compute, task, *images)

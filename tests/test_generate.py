@@ -466,3 +466,31 @@ def test_concurrent_run_on_the_same_folder_is_refused(root, tmp_path):
     generate(GRAY_DS, tmp_path / "out", root=root, size=SIZE, workers=1,
              corruptions=["pixelate"])
     assert os.path.exists(d / "pixelate.npz")
+
+
+def test_pool_start_failure_prints_no_thread_traceback(monkeypatch):
+    # Starting the workers is best effort in a background thread: if spawning fails there
+    # (fork limit, a dead multiprocessing helper), the first real submit fails the same way
+    # and generate reports it; the thread itself must not print a traceback of its own
+    # (pytest's filterwarnings=error turns an unhandled thread exception into a failure).
+    import concurrent.futures
+
+    from medmnistc_fast.generate import _PoolRunner
+
+    class Failing:
+        def __init__(self, *args, **kwargs):
+            self.shut = False
+
+        def submit(self, *args, **kwargs):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def shutdown(self, wait=True, cancel_futures=False):
+            self.shut = True
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Failing)
+    runner = _PoolRunner(2)
+    runner._starter.join()
+    with pytest.raises(BrokenPipeError):
+        runner.submit(None, ())
+    runner.close(cancel=True)
+    assert runner._ex.shut
