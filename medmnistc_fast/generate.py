@@ -1637,7 +1637,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     ------
     FileNotFoundError
         A MedMNIST+ file or the image folder is missing (for MedMNIST+ the message says how to
-        get it and mentions ``--sample``).
+        get it and mentions ``--sample``), or ``scheduler`` names a ``.json`` scheduler file
+        that does not exist.
     ValueError
         Unknown dataset, corruption or severity; more than one input; a damaged or malformed
         input (not a zip, missing arrays, wrong dtype or shape, CRC error; for a folder, see
@@ -1686,6 +1687,12 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     if scheduler is not None and workers is not None:
         raise ValueError("pass either workers (local processes) or scheduler (a Dask cluster), "
                          "not both")
+    if (isinstance(scheduler, (str, os.PathLike)) and os.fspath(scheduler).endswith(".json")
+            and not os.path.isfile(scheduler)):
+        raise FileNotFoundError(
+            f"scheduler file not found: {os.fspath(scheduler)} (the file that `dask scheduler "
+            f"--scheduler-file FILE` writes once it runs); start the scheduler first, or pass "
+            f"its address (tcp://host:8786)")
     workers = _default_workers() if workers is None else _check_int(workers, "workers", 1)
     if fmt == "zarr":
         try:

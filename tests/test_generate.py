@@ -494,3 +494,14 @@ def test_pool_start_failure_prints_no_thread_traceback(monkeypatch):
         runner.submit(None, ())
     runner.close(cancel=True)
     assert runner._ex.shut
+
+
+def test_missing_scheduler_file_is_named_and_nothing_written(tmp_path):
+    # `--scheduler sched.json` before `dask scheduler --scheduler-file sched.json` has written
+    # it (or with a typo) used to reach dask as an address ("missing port number in address
+    # 'sched.json'") after the output folder and its manifest had been created.
+    sched = tmp_path / "sched.json"
+    with pytest.raises(FileNotFoundError, match="scheduler file not found: .*sched.json"):
+        generate("breastmnist", tmp_path / "out", sample=True, sample_n=2, size=28,
+                 corruptions=["pixelate"], scheduler=str(sched))
+    assert not (tmp_path / "out").exists()
