@@ -1640,10 +1640,10 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         get it and mentions ``--sample``), or ``scheduler`` names a ``.json`` scheduler file
         that does not exist.
     ValueError
-        Unknown dataset, corruption or severity; more than one input; a damaged or malformed
-        input (not a zip, missing arrays, wrong dtype or shape, CRC error; for a folder, see
-        ``folder``); outputs made with other parameters without ``overwrite``. Inputs are all
-        checked before anything is written.
+        Unknown dataset, corruption or severity; an empty ``out``; more than one input; a
+        damaged or malformed input (not a zip, missing arrays, wrong dtype or shape, CRC
+        error; for a folder, see ``folder``); outputs made with other parameters without
+        ``overwrite``. Inputs are all checked before anything is written.
     TypeError
         Arguments of the wrong type (``images`` not uint8, ``labels`` not integers, ``images``
         without ``labels``).
@@ -1657,6 +1657,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     to a temporary raw file beside the outputs), at most ``2 * workers + 1`` chunks are in
     flight, and members are written by streaming.
     """
+    if isinstance(out, (str, os.PathLike)) and not os.fspath(out):
+        raise ValueError("out must name a folder; got '' (use '.' for the working directory)")
     n_inputs = ((root is not None) + bool(sample) + (folder is not None)
                 + (images is not None or labels is not None))
     if n_inputs > 1:

@@ -505,3 +505,12 @@ def test_missing_scheduler_file_is_named_and_nothing_written(tmp_path):
         generate("breastmnist", tmp_path / "out", sample=True, sample_n=2, size=28,
                  corruptions=["pixelate"], scheduler=str(sched))
     assert not (tmp_path / "out").exists()
+
+
+def test_empty_out_is_rejected(tmp_path, monkeypatch):
+    # out="" (an empty "$OUT" on the command line) used to write into the working directory.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="out must name a folder"):
+        generate("breastmnist", "", sample=True, sample_n=2, size=28,
+                 corruptions=["pixelate"], workers=1)
+    assert os.listdir(tmp_path) == []
