@@ -67,7 +67,8 @@ def _add_source(p: argparse.ArgumentParser, folder: bool = False) -> None:
                    help="images per split of the sample (default 30)")
     p.add_argument("--size", type=_positive_int, default=None,
                    help="image side in pixels (default 224): MedMNIST+ files come at 28, 64, "
-                        "128 and 224; with --sample any side >= 8; not used with --from-folder")
+                        "128 and 224; with --sample any side >= 8"
+                        + ("; not used with --from-folder" if folder else ""))
     p.add_argument("--split", default="test", choices=("test", "val", "train"),
                    help="split to read (default test)")
 

@@ -305,6 +305,14 @@ def test_help_and_version(capsys):
     assert mf.__version__ in capsys.readouterr().out
 
 
+def test_preview_help_mentions_only_its_own_options(capsys):
+    # preview has no --from-folder: its --size help must not refer to it.
+    assert main(["preview", "--help"]) == 0
+    assert "--from-folder" not in capsys.readouterr().out
+    assert main(["generate", "--help"]) == 0
+    assert "not used with --from-folder" in capsys.readouterr().out
+
+
 # -------------------------------------------------------------------------------------- preview
 @pytest.mark.parametrize("dataset, size", [("dermamnist", 28), ("octmnist", 64)])
 def test_preview_png(tmp_path, capsys, dataset, size):
