@@ -277,3 +277,32 @@ def test_thread_pools_do_not_pile_up(rgb224):
     while alive() > limit and time.monotonic() < deadline:
         time.sleep(0.05)
     assert alive() <= limit
+
+
+def test_import_and_run_without_a_writable_numba_cache():
+    """Where Numba has no cache location (read-only install, no writable user cache) the import
+    still works, warns once with the fix (NUMBA_CACHE_DIR), and the Numba kernels run uncached.
+    Simulated in a subprocess by removing Numba's cache locators."""
+    import subprocess
+    import sys
+
+    code = (
+        "import warnings, numpy as np\n"
+        "import numba.core.caching as c\n"
+        "if not hasattr(c.CacheImpl, '_locator_classes'): raise SystemExit(77)\n"
+        "c.CacheImpl._locator_classes = []\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    import medmnistc_fast as mf\n"
+        "msgs = [str(x.message) for x in w if issubclass(x.category, RuntimeWarning)]\n"
+        "assert len(msgs) == 1 and 'NUMBA_CACHE_DIR' in msgs[0], msgs\n"
+        "from medmnistc_fast import _config\n"
+        "assert _config.NJIT['cache'] is False\n"
+        "img = np.full((32, 32, 3), 128, np.uint8)\n"
+        "out = mf.corrupt(img, 'bubble', 3, dataset='pathmnist', seed=1)\n"
+        "assert out.shape == img.shape and not np.array_equal(out, img)\n"
+        "print('ok')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    if proc.returncode == 77:
+        pytest.skip("this Numba version keeps its cache locators elsewhere")
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
