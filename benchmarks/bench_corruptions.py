@@ -152,7 +152,7 @@ def markdown(result: dict) -> str:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_reference_arg(ap)
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=11)
     add_output_args(ap, "corruptions")
     args = ap.parse_args(argv)
     if render_only(args, markdown):
