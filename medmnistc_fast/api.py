@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
@@ -92,24 +92,23 @@ def _check_threads(n) -> int:
 
 
 def _pool(n: int) -> ThreadPoolExecutor:
-    """The process's one worker pool, with at least ``n`` threads. A larger request replaces
-    it (the old pool's threads finish their tasks and exit), so the threads kept alive never
-    exceed the largest ``num_threads`` used."""
+    """The process's worker pool, with at least ``n`` threads. A larger request replaces it;
+    the old pool is not shut down (a concurrent call may still be submitting to it): its
+    threads exit once its last user drops it (``ThreadPoolExecutor`` wakes them when it is
+    garbage-collected), so the idle threads kept alive do not exceed the largest
+    ``num_threads`` used."""
     with _pool_lock:
         if _pool_state["size"] < n:
-            old = _pool_state["executor"]
             _pool_state["executor"] = ThreadPoolExecutor(max_workers=n,
                                                          thread_name_prefix="medmnistc_fast")
             _pool_state["size"] = n
-            if old is not None:
-                old.shutdown(wait=False)
         return _pool_state["executor"]
 
 
 def _run_chunks(run, n: int, threads: int) -> None:
     """``run(lo, hi)`` over ``[0, n)`` in ``min(n, 4 * threads)`` contiguous chunks, on at most
-    ``threads`` threads (1: in the calling thread). The first exception raised by a chunk is
-    re-raised after all threads stop."""
+    ``threads`` threads (1: in the calling thread). Returns once every thread has stopped; then
+    re-raises the exception of the first thread (in start order) that failed, if any."""
     threads = max(1, min(threads, n))
     if threads == 1:
         run(0, n)
@@ -128,6 +127,7 @@ def _run_chunks(run, n: int, threads: int) -> None:
 
     pool = _pool(threads)
     futures = [pool.submit(worker) for _ in range(threads)]
+    wait(futures)  # no thread may still write into the output when an error propagates
     for f in futures:
         f.result()
 

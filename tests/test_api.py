@@ -306,3 +306,48 @@ def test_import_and_run_without_a_writable_numba_cache():
     if proc.returncode == 77:
         pytest.skip("this Numba version keeps its cache locators elsewhere")
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+def test_chunk_error_waits_for_every_thread():
+    """When a chunk fails, ``_run_chunks`` raises only after the other threads have finished,
+    so nothing still writes into a caller's ``out`` afterwards."""
+    from medmnistc_fast import api
+
+    finished = []
+
+    def run(lo, hi):
+        if lo == 0:
+            raise RuntimeError("first chunk failed")
+        time.sleep(0.05)
+        finished.append(lo)
+
+    with pytest.raises(RuntimeError, match="first chunk failed"):
+        api._run_chunks(run, 8, 2)
+    count = len(finished)
+    time.sleep(0.2)
+    assert len(finished) == count == 7  # 8 chunks of 1; the other 7 all ran, before the raise
+
+
+def test_concurrent_batches_with_growing_thread_counts(rgb224):
+    """Callers in several threads, each asking for more threads than the last (so the shared
+    pool is replaced while others still submit to it), all finish with the single-thread bytes."""
+    batch = np.stack([rgb224[i % len(rgb224)][:40, :40] for i in range(6)])
+    expected = mf.corrupt_batch(batch, "gaussian_noise", 3, dataset="dermamnist", seed=5,
+                                num_threads=1)
+    errors, results = [], []
+
+    def caller(k):
+        try:
+            for t in range(2, 9):
+                results.append(mf.corrupt_batch(batch, "gaussian_noise", 3, dataset="dermamnist",
+                                                seed=5, num_threads=t + 8 * k))
+        except Exception as e:  # collected, asserted below
+            errors.append(e)
+
+    callers = [threading.Thread(target=caller, args=(k,)) for k in range(3)]
+    for c in callers:
+        c.start()
+    for c in callers:
+        c.join()
+    assert not errors and len(results) == 21
+    assert all(np.array_equal(r, expected) for r in results)

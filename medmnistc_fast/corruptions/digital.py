@@ -86,8 +86,9 @@ def _jpeg_kernel(image, *, quality):
 
     An RGB image is handed to Pillow as an "RGBX" image mapped on a padded copy
     (``_native.rgbx_pixels``, Pillow's own 4-byte layout): libjpeg receives the same R, G, B
-    samples as from ``Image.fromarray`` and writes the same bytes (tests/test_digital.py), without
-    Pillow's Python-driven unpacking. The decode goes straight to Pillow's JPEG decoder
+    samples as from ``Image.fromarray`` and writes the same bytes (tests/test_color_digital.py),
+    without ``Image.fromarray``'s array-interface round trip and unpacking (about 25 us at
+    224 x 224). The decode goes straight to Pillow's JPEG decoder
     (``Image.frombytes(..., "jpeg", ...)``) instead of ``Image.open``, which would first parse the
     markers in Python; the pixels are the same libjpeg output.
     """
