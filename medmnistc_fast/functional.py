@@ -3,10 +3,11 @@
 No tables, no size scaling: ``motion_blur(image, radius=15, sigma=5, angle=30)`` blurs by 15
 pixels whatever the image size. Random corruptions take ``seed`` (int >= 0, or None for fresh
 OS entropy). The pathology suite's own corruptions are here too (``hsv_shift``, ``marking``,
-``pathology_bubble``, from :mod:`medmnistc_fast.corruptions.pathology`). Every function accepts uint8 ``(H, W)``, ``(H, W, 1)`` or ``(H, W, 3)`` images
-(H, W >= 8; 1-channel images follow the reference's gray pipeline L -> RGB -> corrupt -> L),
-returns a new array of the same shape and dtype, never modifies its input, and raises
-TypeError / ValueError naming the offending argument.
+``pathology_bubble``, from :mod:`medmnistc_fast.corruptions.pathology`). Every function accepts
+uint8 ``(H, W)``, ``(H, W, 1)`` or ``(H, W, 3)`` images (H, W >= 8; 1-channel images follow
+the reference's gray pipeline L -> RGB -> corrupt -> L), returns a new array of the same shape
+and dtype, never modifies its input, and raises TypeError / ValueError naming the offending
+argument.
 """
 from __future__ import annotations
 
@@ -31,17 +32,23 @@ __all__ = ["pixelate", "jpeg_compression", "gaussian_noise", "speckle_noise", "i
 MAX_RADIUS = 1024
 #: Range of shot noise's photons per unit intensity. The exact law table covers Poisson counts
 #: 0..photons + 1 for each of 256 input values, so its cost grows with photons (about 20 MB at
-#: the top); the tables use 5-60, and at 10,000 the noise is already under 3 gray levels.
+#: the top); the tables use 5-300, and at 10,000 the noise is already under 3 gray levels.
 MIN_PHOTONS, MAX_PHOTONS = 1e-3, 1e4
 
 
-#: Shared tail of every public docstring here: the image, the result and the errors.
-_COMMON_DOC = """
-    Parameters
-    ----------
+#: Shared parts of every public docstring here: the image, the result and the errors.
+_IMAGE_DOC = """
     image : ndarray, shape (H, W), (H, W, 1) or (H, W, 3), uint8
         H, W >= 8. One-channel images follow the reference's gray pipeline
-        L -> RGB -> corrupt -> L. Never modified; read-only and non-contiguous arrays work.
+        L -> RGB -> corrupt -> L. Never modified; read-only and non-contiguous arrays work."""
+
+_SEED_DOC = """
+    seed : int >= 0 or None, keyword-only, default None
+        Fixes the random draws: the output is a pure function of (seed, parameters, pixels),
+        through the key ``SeedSequence(seed).generate_state(1, uint64)``
+        (:func:`medmnistc_fast.rng.key_from_seed`). None draws fresh OS entropy."""
+
+_RETURNS_RAISES_DOC = """
 
     Returns
     -------
@@ -57,12 +64,33 @@ _COMMON_DOC = """
         and the allowed values).
 """
 
+#: References shared by the docstrings (each function adds its class in the reference package).
+_PAPER = """\
+    .. [1] F. Di Salvo, S. Doerrich, C. Ledig, "MedMNIST-C: Comprehensive benchmark and improved
+       classifier robustness by simulating realistic image corruptions", arXiv:2406.17536 (2024).
+"""
+_HENDRYCKS = """D. Hendrycks, T. Dietterich, "Benchmarking Neural Network Robustness to Common
+Corruptions and Perturbations", ICLR 2019 (ImageNet-C, which these formulas follow)"""
 
-def _documented(fn):
-    """Append :data:`_COMMON_DOC` to ``fn``'s one-paragraph docstring."""
-    if fn.__doc__ is not None:  # None under python -OO
-        fn.__doc__ = fn.__doc__.rstrip() + "\n" + _COMMON_DOC
-    return fn
+
+def _ref(where: str, extra: str = "") -> str:
+    """The References section: the paper, the reference package's ``where`` and ``extra``."""
+    out = _PAPER + f"    .. [2] Reference package ``medmnistc`` 0.1.0: {where}.\n"
+    if extra:
+        out += "    .. [3] " + extra.rstrip(".") + ".\n"
+    return out
+
+
+def _documented(params: str, references: str):
+    """Complete ``fn``'s summary docstring into numpydoc: Parameters (``image`` first, then
+    ``params``), Returns, Raises, References."""
+    def wrap(fn):
+        if fn.__doc__ is not None:  # None under python -OO
+            fn.__doc__ = (fn.__doc__.rstrip() + "\n\n    Parameters\n    ----------" + _IMAGE_DOC
+                          + params.rstrip() + _RETURNS_RAISES_DOC + "\n    References\n"
+                          "    ----------\n" + references.rstrip() + "\n")
+        return fn
+    return wrap
 
 
 def _run(name: str, image, **values) -> np.ndarray:
@@ -74,48 +102,84 @@ def _noise_key(seed) -> int:
     return key_from_seed(check_seed(seed))
 
 
-@_documented
+@_documented("""
+    factor : float, in (0, 1]
+        Side of the small image as a fraction of the original side (1 = unchanged size).""",
+    _ref("``Pixelate`` in ``corruptions/compression.py``"))
 def pixelate(image, factor: float) -> np.ndarray:
-    """Pillow BOX downsampling by ``factor`` (0 < factor <= 1) and BOX upsampling back."""
+    """Pixelation: Pillow BOX downsampling by ``factor`` and BOX upsampling back.
+
+    The small image is ``(max(1, int(W * factor)), max(1, int(H * factor)))`` pixels (the
+    reference's ``int`` truncation; ``max(1, ...)`` only acts where the reference would fail);
+    both resizes reproduce Pillow's 8-bit ``Image.resize(..., Image.BOX)`` bit for bit.
+    """
     return _run("pixelate", image, factor=check_positive(factor, "factor", upper=1.0))
 
 
-@_documented
+@_documented("""
+    quality : int, in 1..95
+        libjpeg quality factor. The bound 95 is Pillow's documented maximum for its JPEG
+        ``quality`` option (values above 95 are advised against in Pillow's image-file-formats
+        documentation).""",
+    _ref("``JPEGCompression`` in ``corruptions/compression.py``"))
 def jpeg_compression(image, quality: int) -> np.ndarray:
-    """Pillow JPEG round trip at ``quality`` (int 1..95; Pillow's default 4:2:0 subsampling)."""
+    """JPEG round trip through Pillow at ``quality`` (Pillow's default 4:2:0 chroma
+    subsampling for RGB)."""
     q = check_positive(quality, "quality", integer=True, upper=95)
     return _run("jpeg_compression", image, quality=q)
 
 
-@_documented
+@_documented("""
+    sigma : float > 0
+        Standard deviation on the [0, 1] intensity scale (0.04-0.26 in the MedMNIST-C
+        tables).""" + _SEED_DOC,
+    _ref("``GaussianNoise`` in ``corruptions/noise.py``", _HENDRYCKS))
 def gaussian_noise(image, sigma: float, *, seed=None) -> np.ndarray:
-    """``clip(x + N(0, sigma))`` on ``x = image / 255``, truncated back to uint8.
+    """Additive Gaussian noise: ``trunc(255 * clip(x + N(0, sigma), 0, 1))`` on
+    ``x = image / 255``, independently per element.
 
-    sigma : float > 0, standard deviation on the [0, 1] intensity scale.
+    Sampled from the exact law of that expression for each input value (one draw per element),
+    so the output equals the reference's in distribution, not draw for draw.
     """
     s = check_positive(sigma, "sigma")
     return _run("gaussian_noise", image, param=s, key=_noise_key(seed))
 
 
-@_documented
+@_documented("""
+    sigma : float > 0
+        Standard deviation of the normal multiplier, unitless (0.05-0.6 in the MedMNIST-C
+        tables).""" + _SEED_DOC,
+    _ref("``SpeckleNoise`` in ``corruptions/noise.py``", _HENDRYCKS))
 def speckle_noise(image, sigma: float, *, seed=None) -> np.ndarray:
-    """``clip(x + x * N(0, sigma))`` on ``x = image / 255`` (sigma > 0)."""
+    """Multiplicative (speckle) noise: ``trunc(255 * clip(x + x * N(0, sigma), 0, 1))`` on
+    ``x = image / 255``, independently per element (sampled from the exact law of that
+    expression, so equal to the reference's in distribution)."""
     s = check_positive(sigma, "sigma")
     return _run("speckle_noise", image, param=s, key=_noise_key(seed))
 
 
-@_documented
+@_documented("""
+    amount : float, in (0, 1]
+        Fraction of array elements (pixels x channels) replaced.""" + _SEED_DOC,
+    _ref("``ImpulseNoise`` in ``corruptions/noise.py``",
+         "scikit-image, ``skimage.util.random_noise`` (``mode='s&p'``)."))
 def impulse_noise(image, amount: float, *, seed=None) -> np.ndarray:
-    """Salt and pepper: each element becomes 0 or 255 with probability ``amount / 2`` each
-    (0 < amount <= 1), scikit-image ``random_noise(mode='s&p')``'s law."""
+    """Salt and pepper noise: each element becomes 0 or 255 with probability
+    ``amount / 2`` each, the law of scikit-image ``random_noise(mode='s&p', amount=amount)``
+    (salt_vs_pepper 0.5) as the reference calls it."""
     a = check_positive(amount, "amount", upper=1.0)
     return _run("impulse_noise", image, param=a, key=_noise_key(seed))
 
 
-@_documented
+@_documented("""
+    photons : float, in [0.001, 10000]
+        Photons per unit intensity (Poisson rate multiplier; 5-300 in the MedMNIST-C tables);
+        smaller is noisier. Bounds :data:`MIN_PHOTONS`, :data:`MAX_PHOTONS`.""" + _SEED_DOC,
+    _ref("``ShotNoise`` in ``corruptions/noise.py``", _HENDRYCKS))
 def shot_noise(image, photons: float, *, seed=None) -> np.ndarray:
-    """``clip(Poisson(x * photons) / photons)``; photons per unit intensity, in
-    [:data:`MIN_PHOTONS`, :data:`MAX_PHOTONS`] = [0.001, 10000]."""
+    """Poisson (shot) noise: ``trunc(255 * clip(Poisson(x * photons) / photons, 0, 1))``
+    on ``x = image / 255``, independently per element (sampled from the exact law, so equal to
+    the reference's in distribution)."""
     m = check_positive(photons, "photons", upper=MAX_PHOTONS)
     if m < MIN_PHOTONS:
         raise ValueError(f"photons must be in [{MIN_PHOTONS:g}, {MAX_PHOTONS:g}]; got {photons!r}")
@@ -131,29 +195,44 @@ def _check_sigma(value, name: str) -> float:
     return v
 
 
-@_documented
+@_documented("""
+    radius : float, in (0, 1024]
+        Disk radius in pixels.
+    alias_sigma : float, in [0.001, 1024]
+        Standard deviation of the anti-alias Gaussian, pixels.""",
+    _ref("``DefocusBlur`` and ``disk`` in ``corruptions/filter.py``", _HENDRYCKS))
 def defocus_blur(image, radius: float, alias_sigma: float) -> np.ndarray:
-    """Convolution with the reference's anti-aliased disk of ``radius`` pixels.
+    """Defocus: convolution with the reference's anti-aliased disk of ``radius`` pixels.
 
-    The disk lives on the grid -8..8 (radius <= 8, 3x3 anti-alias Gaussian) or
-    -ceil(radius)..ceil(radius) (5x5 Gaussian), as the reference's ``disk``; ``alias_sigma``
-    (pixels, in [1e-3, 1024]) is the anti-alias Gaussian's standard deviation. Border:
-    reflect-101.
+    The disk ``x**2 + y**2 <= radius**2`` lives on the integer grid -8..8 (radius <= 8) or
+    -ceil(radius)..ceil(radius) (larger radii), is divided by its sum, then blurred by a 3 x 3
+    (radius <= 8) or 5 x 5 Gaussian of standard deviation ``alias_sigma`` (OpenCV
+    ``GaussianBlur``) and not renormalised, as the reference's ``disk``. Image border:
+    reflect-101 (OpenCV ``filter2D``'s default).
     """
     r = check_positive(radius, "radius", upper=MAX_RADIUS)
     a = _check_sigma(alias_sigma, "alias_sigma")
     return _run("defocus_blur", image, radius=r, alias_sigma=a)
 
 
-@_documented
+@_documented("""
+    radius : float, in (0, 1024]
+        Blur length in pixels.
+    sigma : float, in [0.001, 1024]
+        Standard deviation of the weights, pixels.
+    angle : float
+        Direction in degrees, any finite value (taken modulo 360 beyond about 5.7e307). The
+        benchmark draws it uniformly in [-45, 45].""",
+    _ref("``MotionBlur`` and ``MotionImage`` in ``corruptions/filter.py``",
+         "ImageMagick 6, ``MotionBlurImage`` (``magick/effect.c``)."))
 def motion_blur(image, radius: float, sigma: float, angle: float) -> np.ndarray:
-    """ImageMagick 6 motion blur (reference ``MotionBlur``): ``out(y, x) = sum_k w_k
-    in(y + dy_k, x + dx_k)`` over ``n = 2 ceil(radius) + 1`` taps, half-Gaussian weights
-    ``w_k ~ exp(-k**2 / (2 sigma**2))`` (``radius`` in pixels, 0 < radius <= 1024; ``sigma`` in
-    pixels, 1e-3 <= sigma <= 1024),
-    ``dx_k ~ k cos(angle)``, ``dy_k ~ k sin(angle)`` rounded as ImageMagick does (``angle`` in
-    degrees, any finite value, taken modulo 360 beyond about 5.7e307; rows point down); edges
-    replicated; ImageMagick Q16 rounding."""
+    """ImageMagick 6 motion blur (the reference's ``MotionBlur`` via Wand).
+
+    ``out(y, x) = sum_k w_k in(y + dy_k, x + dx_k)`` over ``n = 2 ceil(radius) + 1`` taps
+    ``k = 0..n-1``, half-Gaussian weights ``w_k ~ exp(-k**2 / (2 sigma**2))`` normalised to sum
+    1, offsets ``dx_k ~ k cos(angle)``, ``dy_k ~ k sin(angle)`` rounded as ImageMagick does
+    (rows point down); edges replicated; ImageMagick Q16 rounding.
+    """
     r = check_positive(radius, "radius", upper=MAX_RADIUS)
     s = _check_sigma(sigma, "sigma")
     if not isinstance(angle, numbers.Real) or isinstance(angle, bool):
@@ -172,10 +251,19 @@ def motion_blur(image, radius: float, sigma: float, angle: float) -> np.ndarray:
     return _run("motion_blur", image, radius=r, sigma=s, angle=a)
 
 
-@_documented
+@_documented("""
+    zooms : sequence of float, each in [1, 1e6], non-empty
+        Zoom factors (1 = unchanged). The MedMNIST-C tables use
+        ``numpy.arange(1, 1.11 .. 1.31, 0.01 .. 0.03)``.""",
+    _ref("``ZoomBlur`` and ``clipped_zoom`` in ``corruptions/filter.py``", _HENDRYCKS))
 def zoom_blur(image, zooms) -> np.ndarray:
-    """Average of the image and its centred zooms by each factor in ``zooms`` (each in
-    [1, 1e6])."""
+    """Zoom blur: the average of the image and its centred zooms by each factor in
+    ``zooms``.
+
+    Each zoom crops the centre ``ceil(side / z)`` pixels of each side and enlarges them by
+    ``z`` with linear interpolation (``scipy.ndimage.zoom(order=1)``), as the reference's
+    ``clipped_zoom``; the sum is divided by ``len(zooms) + 1`` in float32 and truncated.
+    """
     if isinstance(zooms, (str, bytes)):
         raise TypeError(f"zooms must be a sequence of real numbers in [1, 1e6]; got {zooms!r}")
     try:
@@ -194,10 +282,16 @@ def zoom_blur(image, zooms) -> np.ndarray:
     return _run("zoom_blur", image, zooms=zs)
 
 
-@_documented
+@_documented("""
+    kernel_size : int, odd, in 1..2049
+        Kernel width in pixels.
+    sigma : float in [0.001, 1024], or None
+        Standard deviation in pixels. None: torchvision's default for ``kernel_size``,
+        ``0.3 * ((kernel_size - 1) / 2 - 1) + 0.8`` (as the reference, which passes no sigma).""",
+    _ref("``GaussianBlur`` in ``corruptions/filter.py``",
+         "torchvision, ``transforms.functional.gaussian_blur`` (default sigma)."))
 def gaussian_blur(image, kernel_size: int, sigma: float | None = None) -> np.ndarray:
-    """torchvision-style Gaussian blur with an odd ``kernel_size`` (pixels) and ``sigma``
-    (pixels in [1e-3, 1024]; default torchvision's ``0.3 * ((kernel_size - 1) / 2 - 1) + 0.8``)."""
+    """torchvision Gaussian blur (separable, float32 taps, reflect padding)."""
     k = check_positive(kernel_size, "kernel_size", integer=True, upper=2 * MAX_RADIUS + 1)
     if k % 2 == 0:
         raise ValueError(f"kernel_size must be an odd int >= 1; got {kernel_size!r}")
@@ -205,28 +299,51 @@ def gaussian_blur(image, kernel_size: int, sigma: float | None = None) -> np.nda
     return _run("gaussian_blur", image, kernel_size=k, sigma=s)
 
 
-@_documented
+@_documented("""
+    factor : float > 0
+        1 leaves the image unchanged, below 1 darkens, above 1 brightens (values clip at
+        255).""",
+    _ref("``Brightness`` in ``corruptions/enhance.py``",
+         "Pillow, ``PIL.ImageEnhance.Brightness``."))
 def brightness(image, factor: float) -> np.ndarray:
-    """Pillow ``ImageEnhance.Brightness(image).enhance(factor)`` (factor > 0)."""
+    """Pillow ``ImageEnhance.Brightness(image).enhance(factor)``: a blend with black,
+    bit-exact."""
     return _run("brightness_up", image, factor=check_positive(factor, "factor"))
 
 
-@_documented
+@_documented("""
+    factor : float > 0
+        1 leaves the image unchanged, below 1 lowers the contrast, above 1 raises it.""",
+    _ref("``Contrast`` in ``corruptions/enhance.py``",
+         "Pillow, ``PIL.ImageEnhance.Contrast``."))
 def contrast(image, factor: float) -> np.ndarray:
-    """Pillow ``ImageEnhance.Contrast(image).enhance(factor)`` (factor > 0)."""
+    """Pillow ``ImageEnhance.Contrast(image).enhance(factor)``: a blend with the constant
+    gray ``int(mean(L) + 0.5)`` of this image (L = Pillow's luma), bit-exact."""
     return _run("contrast_up", image, factor=check_positive(factor, "factor"))
 
 
-@_documented
+@_documented("""
+    gamma : float > 0
+        Exponent: above 1 darkens (the reference's ``gamma_corr_up``), below 1 brightens.""",
+    _ref("``GammaCorrection`` in ``corruptions/enhance.py``",
+         "torchvision, ``transforms.functional.adjust_gamma``."))
 def gamma_correction(image, gamma: float) -> np.ndarray:
-    """``int(255.999 * (v / 255) ** gamma)`` per value (torchvision ``adjust_gamma``, gain 1)."""
+    """Gamma correction ``int(255.999 * (v / 255) ** gamma)`` per value ``v``.
+
+    The lookup table of torchvision's PIL path ``adjust_gamma(img, gamma, gain=1)``
+    (``(255 + 1 - 1e-3) * gain * (v / 255) ** gamma``), as the reference calls it.
+    """
     return _run("gamma_corr_up", image, gamma=check_positive(gamma, "gamma"))
 
 
-@_documented
+@_documented("""
+    shift : float, in [-1, 1]
+        Added to the saturation (on its [0, 1] scale).""",
+    _ref("``Saturate`` in ``corruptions/enhance.py``",
+         "scikit-image, ``skimage.color.rgb2hsv`` / ``hsv2rgb``."))
 def saturate(image, shift: float) -> np.ndarray:
-    """HSV saturation ``S = clip(S + shift, 0, 1)`` (scikit-image rgb2hsv / hsv2rgb);
-    ``shift`` in [-1, 1]."""
+    """HSV saturation shift ``S = clip(S + shift, 0, 1)``: scikit-image ``rgb2hsv`` /
+    ``hsv2rgb`` in float64 on ``image / 255``, then ``clip(0, 1) * 255`` truncated."""
     if not isinstance(shift, numbers.Real) or isinstance(shift, bool):
         raise TypeError(f"shift must be a real number in [-1, 1]; got {shift!r} "
                         f"({type(shift).__name__})")
@@ -260,22 +377,31 @@ def _same_length(**arrays) -> None:
         raise ValueError(f"{', '.join(lengths)} must have the same length; got {lengths}")
 
 
-@_documented
+@_documented("""
+    radius : int >= 0
+        Circle radius in pixels (the benchmark uses ``int(multiplier * min(W // 2, H // 2))``
+        with its table's multiplier).""",
+    _ref("``BlackCorner`` in ``corruptions/microscopy.py``"))
 def black_corner(image, radius: int) -> np.ndarray:
-    """Zero everything outside the filled circle of ``radius`` pixels (int >= 0) centred at
-    ``(W // 2, H // 2)``, rasterised as OpenCV's filled ``cv2.circle``."""
+    """Zero everything outside a filled circle centred at ``(W // 2, H // 2)``,
+    rasterised as OpenCV's filled ``cv2.circle``."""
     return _run("black_corner", image, radius=check_nonneg_int(radius, "radius"))
 
 
-@_documented
+@_documented("""
+    x, y : sequence of int
+        Top-left column and row of each mark, pixels, each with absolute value <= 2**30
+        (marks are cropped at the image edges).
+    ink : sequence of int, each in 0..9
+        Which of the set's ten masks each mark uses (same length as ``x`` and ``y``).
+    ink_side : {12, 16, 24, 32, 42}, keyword-only, default 24
+        The ink set, by its stored mask side in pixels (keys '1'..'5' of ``inks.npz``; the
+        reference's ``max(3, severity)`` picks 24 for levels 1-4 and 32 for level 5).
+    side : int in 1..1024 or None, keyword-only
+        The side in pixels at which the masks are drawn (None: ``ink_side``).""",
+    _ref("``StainDeposit`` in ``corruptions/microscopy.py`` and ``assets/inks.npz``"))
 def stain_deposit(image, x, y, ink, *, ink_side: int = 24, side: int | None = None) -> np.ndarray:
     """Zero the pixels under ink marks of the reference's ink set (``assets/inks.npz``).
-
-    x, y : sequences of int, top-left column and row of each mark (pixels, |x|, |y| <= 2**30;
-        cropped at edges).
-    ink : sequence of int in 0..9, which of the ten masks each mark uses.
-    ink_side : 12, 16, 24, 32 or 42, the ink set (stored mask side in pixels).
-    side : int in 1..1024 or None, the side at which masks are drawn (None: ``ink_side``).
     """
     xs, ys = _int_array(x, "x"), _int_array(y, "y")
     inks = _int_array(ink, "ink", minimum=0)
@@ -289,11 +415,18 @@ def stain_deposit(image, x, y, ink, *, ink_side: int = 24, side: int | None = No
     return _run("stain_deposit", image, ink_side=int(ink_side), side=int(s), ink=inks, x=xs, y=ys)
 
 
-@_documented
+@_documented("""
+    x, y : sequence of int
+        Centre column and row of each bubble, pixels, each with absolute value <= 2**30.
+    radius : sequence of int, each in 0..1024
+        Inner radius of each bubble, pixels (same length as ``x`` and ``y``).
+    border : int in 0..1024, keyword-only, default 2
+        Width of the brighter rim, pixels (the reference's ``border = 2``).""",
+    _ref("``Bubble`` in ``corruptions/microscopy.py``"))
 def bubble(image, x, y, radius, *, border: int = 2) -> np.ndarray:
-    """MedMNIST-C bubbles: for each centre (x[i], y[i]) a white disk of ``radius[i] + border``
-    pixels at alpha 130, then one of ``radius[i]`` at alpha 100, composited as Pillow's paste.
-    Centres are ints with ``|x|, |y| <= 2**30``; radius and border ints in 0..1024."""
+    """MedMNIST-C bubbles: for each centre ``(x[i], y[i])`` a white disk of
+    ``radius[i] + border`` pixels at alpha 130, then one of ``radius[i]`` at alpha 100 (the
+    reference's constants), drawn as Pillow ellipses and composited as Pillow's ``paste``."""
     xs, ys = _int_array(x, "x"), _int_array(y, "y")
     r = _int_array(radius, "radius", minimum=0, maximum=MAX_RADIUS)
     _same_length(x=xs, y=ys, radius=r)
@@ -301,11 +434,24 @@ def bubble(image, x, y, radius, *, border: int = 2) -> np.ndarray:
     return _run("bubble", image, x=xs, y=ys, inner=r, outer=r + border)
 
 
-@_documented
+@_documented("""
+    texts : sequence of str
+        The words, printable ASCII (codes 32..126).
+    x, y : sequence of int
+        Left end and baseline row of each word, pixels, each with absolute value <= 2**30.
+    colors : array_like of int, shape (n, 3), each in 0..255
+        RGB colour of each word (gray images get its luma through the gray pipeline).
+    font_size : float in [1, 1024], keyword-only, default 6.3
+        Pillow font size, pixels. 6.3 is ``PIL_SIZE_FOR_HEIGHT[5]``, the size matching the
+        5 px high cv2 text of the reference's largest font scales (0.17, 0.18) at 224 px.""",
+    _ref("``Characters`` in ``corruptions/microscopy.py``"))
 def characters(image, texts, x, y, colors, *, font_size: float = 6.3) -> np.ndarray:
-    """Draw antialiased words (printable ASCII) with Pillow's bundled font of ``font_size``
-    pixels (1..1024), left end and baseline at (x[i], y[i]), RGB colour ``colors[i]``
-    (0..255)."""
+    """Draw antialiased words with Pillow's bundled font (Aileron Regular).
+
+    The reference draws OpenCV Hershey text (``cv2.putText``, FONT_HERSHEY_DUPLEX); Pillow's
+    font is used instead, sized to change about as many pixels
+    (:data:`medmnistc_fast.corruptions.artifacts.PIL_SIZE_FOR_HEIGHT`).
+    """
     if (isinstance(texts, str) or not isinstance(texts, Sequence)
             or not all(isinstance(t, str) for t in texts)):
         raise TypeError(f"texts must be a sequence (list, tuple) of str; got {texts!r}")
