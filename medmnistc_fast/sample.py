@@ -53,7 +53,18 @@ def _dicom_file(name: str) -> np.ndarray:
 
 @lru_cache(maxsize=2)
 def source_images(rgb: bool) -> tuple:
-    """The real source images: a tuple of (name, uint8 array (H, W, 3) or (H, W))."""
+    """The real source images, unresized (see the module docstring for sizes and files).
+
+    Parameters
+    ----------
+    rgb : bool
+        The three colour sources, or the four gray ones.
+
+    Returns
+    -------
+    tuple of (str, ndarray)
+        (name, pixels): uint8, shape (H, W, 3) if ``rgb`` else (H, W).
+    """
     if rgb:
         return (("ihc", _skimage_file("ihc.png")[..., :3]),
                 ("retina", _skimage_file("retina.jpg")[..., :3]),
@@ -91,11 +102,20 @@ def sample_images(n: int, size: int = 224, rgb: bool = True) -> np.ndarray:
     Returns
     -------
     ndarray, uint8, shape (n, size, size, 3) or (n, size, size)
+
+    Raises
+    ------
+    TypeError
+        ``n`` or ``size`` not an int (bools included).
+    ValueError
+        ``n`` negative, ``size`` below 8.
     """
-    if not isinstance(n, int) or n < 0:
-        raise ValueError(f"n must be an int >= 0; got {n!r}")
-    if not isinstance(size, int) or size < 8:
-        raise ValueError(f"size must be an int >= 8; got {size!r}")
+    for name, value, low in (("n", n, 0), ("size", size, 8)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{name} must be an int >= {low}; got {value!r} "
+                            f"({type(value).__name__})")
+        if value < low:
+            raise ValueError(f"{name} must be an int >= {low}; got {value!r}")
     sources = source_images(bool(rgb))
     out = np.empty((n, size, size) + ((3,) if rgb else ()), np.uint8)
     for i in range(n):
@@ -109,9 +129,37 @@ def sample_split(dataset: str, size: int = 224, n: int = 30) -> dict:
     """A MedMNIST-format dict for ``dataset`` (``train/val/test_images`` and ``_labels``).
 
     All three splits hold the same ``n`` images (the sample is for demos and tests, not
-    training). Labels are uint8, shape (n, 1) or (n, 14) for chestmnist.
+    training).
+
+    Parameters
+    ----------
+    dataset : str
+        One of the 12 MedMNIST-C datasets (:data:`medmnistc_fast.DATASETS`); selects colour or
+        gray sources (``registry.RGB``) and the label layout.
+    size : int >= 8
+        Side in pixels.
+    n : int >= 0
+        Images per split.
+
+    Returns
+    -------
+    dict of str to ndarray
+        ``{split}_images``: uint8, shape (n, size, size, 3) for RGB datasets, (n, size, size)
+        for gray ones; ``{split}_labels``: uint8, shape (n, 1) (class ``i % n_classes``) or
+        (n, 14) binary for chestmnist; for split in train, val, test (the same arrays).
+
+    Raises
+    ------
+    TypeError
+        ``dataset`` not a str; ``n`` or ``size`` not an int.
+    ValueError
+        Unknown dataset (the pathology suite keys included: the sample has no labels for them),
+        ``n`` negative, ``size`` below 8.
     """
-    if dataset not in registry.RGB:
+    if not isinstance(dataset, str):
+        raise TypeError(f"dataset must be a str, one of: {', '.join(registry.DATASETS)}; "
+                        f"got {type(dataset).__name__}")
+    if dataset not in registry.DATASETS:
         raise ValueError(f"unknown dataset {dataset!r}; valid: {', '.join(registry.DATASETS)}")
     images = sample_images(n, size, registry.RGB[dataset])
     # chestmnist's 14 columns are binary findings; the others hold one class index.

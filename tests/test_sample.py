@@ -1,0 +1,37 @@
+"""The embedded sample's argument checks (medmnistc_fast.sample)."""
+import numpy as np
+import pytest
+
+from medmnistc_fast import registry
+from medmnistc_fast.sample import sample_images, sample_split
+
+
+@pytest.mark.parametrize("dataset", registry.PATHOLOGY_SUITES + ("nope",))
+def test_sample_split_rejects_non_medmnist_keys(dataset):
+    # The pathology keys are registry datasets but have no MedMNIST label layout: a ValueError
+    # naming the valid datasets, not a KeyError from the label tables.
+    with pytest.raises(ValueError, match="unknown dataset.*pathmnist"):
+        sample_split(dataset, size=8, n=1)
+
+
+def test_sample_split_rejects_non_str():
+    with pytest.raises(TypeError, match="dataset must be a str"):
+        sample_split(3, size=8, n=1)
+
+
+@pytest.mark.parametrize("kwargs, exc, name", [
+    ({"n": 2.0}, TypeError, "n"), ({"n": True}, TypeError, "n"), ({"n": -1}, ValueError, "n"),
+    ({"n": 1, "size": 8.0}, TypeError, "size"), ({"n": 1, "size": 7}, ValueError, "size"),
+])
+def test_sample_images_argument_errors(kwargs, exc, name):
+    with pytest.raises(exc, match=f"^{name} must be an int"):
+        sample_images(**kwargs)
+
+
+def test_sample_split_layout():
+    d = sample_split("chestmnist", size=8, n=3)
+    assert d["test_images"].shape == (3, 8, 8) and d["test_images"].dtype == np.uint8
+    assert d["test_labels"].shape == (3, 14) and set(np.unique(d["test_labels"])) <= {0, 1}
+    d = sample_split("pathmnist", size=8, n=10)
+    assert d["val_images"].shape == (10, 8, 8, 3)
+    assert d["val_labels"][:, 0].tolist() == [i % 9 for i in range(10)]
