@@ -50,8 +50,27 @@ def corruptions(dataset: str) -> tuple:
 def severity_table(dataset: str, corruption: str) -> tuple:
     """The five parameter values of ``corruption`` on ``dataset`` (level 1 first).
 
-    See :mod:`medmnistc_fast.registry` for their units. Raises ValueError / TypeError for
-    unknown names.
+    Parameters
+    ----------
+    dataset : str
+        One of :data:`medmnistc_fast.DATASETS` or :data:`medmnistc_fast.PATHOLOGY_SUITES`.
+    corruption : str
+        One of ``corruptions(dataset)``.
+
+    Returns
+    -------
+    tuple
+        Five entries, a number or a tuple each; units per corruption in
+        :mod:`medmnistc_fast.registry` (pixel sizes are for 224 px, or 96 / 224 px for the
+        pathology suite, and scale with the image). The first five entries of the reference's
+        ``CORRUPTIONS_DS`` table (``medmnistc/corruptions/registry.py``, medmnistc 0.1.0).
+
+    Raises
+    ------
+    TypeError
+        ``dataset`` or ``corruption`` not a str.
+    ValueError
+        Unknown dataset, or a corruption not defined for it (the message lists the valid ones).
     """
     dataset = check_dataset(dataset)
     return registry.TABLES[dataset][check_corruption(dataset, corruption)]
@@ -65,12 +84,32 @@ def set_num_threads(n: int | None) -> None:
     n : int >= 1, or None
         None restores the default: the environment variable ``MEDMNISTC_FAST_NUM_THREADS`` if
         set, else ``os.cpu_count()``.
+
+    Raises
+    ------
+    TypeError
+        ``n`` not an int (bools included) or None.
+    ValueError
+        ``n`` below 1.
     """
-    _state["threads"] = None if n is None else _check_threads(n)
+    _state["threads"] = None if n is None else _check_threads(n, "n of set_num_threads")
 
 
 def get_num_threads() -> int:
-    """The number of threads :func:`corrupt_batch` uses when ``num_threads`` is not given."""
+    """The number of threads :func:`corrupt_batch` uses when ``num_threads`` is not given.
+
+    Returns
+    -------
+    int >= 1
+        The value of :func:`set_num_threads`, else the environment variable
+        ``MEDMNISTC_FAST_NUM_THREADS``, else ``os.cpu_count()``. (``corrupt_batch`` still runs
+        images under 96 x 96 pixels on one thread unless ``num_threads`` is given.)
+
+    Raises
+    ------
+    ValueError
+        ``MEDMNISTC_FAST_NUM_THREADS`` is set to something other than an int >= 1.
+    """
     if _state["threads"] is not None:
         return _state["threads"]
     env = os.environ.get(_ENV_THREADS)
@@ -83,11 +122,11 @@ def get_num_threads() -> int:
     return os.cpu_count() or 1
 
 
-def _check_threads(n) -> int:
+def _check_threads(n, name: str = "num_threads") -> int:
     if not _is_int(n):
-        raise TypeError(f"num_threads must be an int >= 1; got {n!r} ({type(n).__name__})")
+        raise TypeError(f"{name} must be an int >= 1; got {n!r} ({type(n).__name__})")
     if int(n) < 1:
-        raise ValueError(f"num_threads must be an int >= 1; got {n!r}")
+        raise ValueError(f"{name} must be an int >= 1; got {n!r}")
     return int(n)
 
 

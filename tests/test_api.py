@@ -164,8 +164,10 @@ def test_num_threads_control(monkeypatch):
     monkeypatch.setenv("MEDMNISTC_FAST_NUM_THREADS", "zero")
     with pytest.raises(ValueError, match="MEDMNISTC_FAST_NUM_THREADS"):
         mf.get_num_threads()
-    with pytest.raises(TypeError, match="num_threads"):
+    with pytest.raises(TypeError, match="^n of set_num_threads must be an int"):
         mf.set_num_threads(1.5)
+    with pytest.raises(ValueError, match="^n of set_num_threads must be an int >= 1"):
+        mf.set_num_threads(0)
 
 
 def test_keys_follow_documented_rule():
