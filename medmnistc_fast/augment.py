@@ -578,6 +578,19 @@ class AugMedMNISTC:
         Seeds the stream (and keyed mode). None: fresh OS entropy. See the module docstring for
         how DataLoader workers derive their streams.
 
+    Raises
+    ------
+    TypeError
+        ``dataset`` not a str; ``corruptions`` not a sequence of str (a bare str included);
+        ``weights`` not a mapping; ``identity`` not a bool; ``n_ops``, ``seed`` or a ``levels``
+        bound not an int; ``levels`` not a pair.
+    ValueError
+        ``dataset`` not one of the 12 MedMNIST-C datasets (the pathology suite keys are not
+        accepted); a corruption or fold unknown or not defined for ``dataset``; no choice left
+        (empty ``corruptions``, folds selecting none, all weights 0); a weight negative, not
+        finite or naming no choice; ``n_ops`` outside 1..64; ``levels`` not
+        ``1 <= low <= high <= 5``; negative ``seed``.
+
     Notes
     -----
     Accepted images (:meth:`__call__`): a PIL image of mode 'L' or 'RGB'; an ndarray of shape
@@ -619,7 +632,10 @@ class AugMedMNISTC:
                              "identity=False")
         self.probabilities = _check_weights(weights, list(self.choices))
         self._cdf_list = np.cumsum(self.probabilities).tolist()
-        self.n_ops = check_nonneg_int(n_ops, "n_ops")
+        if not _is_int(n_ops):
+            raise TypeError(f"n_ops must be an int in 1..{MAX_OPS}; got {n_ops!r} "
+                            f"({type(n_ops).__name__})")
+        self.n_ops = int(n_ops)
         if not 1 <= self.n_ops <= MAX_OPS:
             raise ValueError(f"n_ops must be an int in 1..{MAX_OPS}; got {n_ops!r}")
         self.seed = check_seed(seed)
@@ -945,6 +961,15 @@ class AugmentedDataset:
     epoch : int >= 0, default 0
         Current epoch; change it with :meth:`set_epoch` before creating each epoch's iterator.
 
+    Raises
+    ------
+    TypeError
+        ``augment`` not an :class:`AugMedMNISTC`; ``dataset`` without ``len()`` or indexing;
+        ``transform`` not callable; ``epoch`` not an int. Indexing raises IndexError beyond
+        ``len(dataset)`` and TypeError / ValueError for a non-int or negative index or epoch.
+    ValueError
+        Negative ``epoch``.
+
     Notes
     -----
     ``set_epoch`` changes this object in the main process; DataLoader workers copy it when an
@@ -1002,6 +1027,14 @@ class EpochSampler:
         Any sampler (``torch.utils.data.RandomSampler(ds)``) or iterable of indices; an int n
         means ``range(n)``.
     epoch : int >= 0, default 0
+
+    Raises
+    ------
+    TypeError
+        ``sampler`` neither an iterable nor an int; ``epoch`` not an int; iterating raises
+        TypeError when the sampler yields a non-int.
+    ValueError
+        Negative ``sampler`` int or ``epoch``.
     """
 
     def __init__(self, sampler, epoch: int = 0):
