@@ -127,17 +127,26 @@ def _build_parser() -> argparse.ArgumentParser:
         help="PNG grid of one image: corruptions x (clean + 5 severities)",
         description="Write a PNG grid: one row per corruption, columns clean and severities "
                     "1..5, for one image of a dataset.")
-    p.add_argument("--dataset", required=True, metavar="NAME")
+    p.add_argument("--dataset", required=True, metavar="NAME",
+                   help="one dataset flag or pathology suite (pathology96, pathology224)")
     _add_source(p)
     p.add_argument("--index", type=_nonneg_int, default=0,
                    help="image index in the split (default 0)")
-    p.add_argument("--corruptions", metavar="A,B", default=None)
-    p.add_argument("--seed", type=_nonneg_int, default=0)
-    p.add_argument("--out", required=True, metavar="FILE.png")
+    p.add_argument("--corruptions", metavar="A,B", default=None,
+                   help="comma-separated subset of corruptions, one row each (default: all of "
+                        "the dataset's, in the reference's order)")
+    p.add_argument("--seed", type=_nonneg_int, default=0,
+                   help="random seed, as in generate (default 0); with --index, the cells equal "
+                        "the rows of that image in a generate output of the same seed")
+    p.add_argument("--out", required=True, metavar="FILE.png", help="PNG file to write")
 
     ls = sub.add_parser("list", parents=[common],
                         help="datasets and pathology suites, their corruptions and severity "
-                             "tables")
+                             "tables",
+                        description="Print every dataset and pathology suite (or one) with its "
+                                    "corruptions and their five severity-table entries (units "
+                                    "in medmnistc_fast/registry.py; pixel sizes at 224 px, or "
+                                    "96 px for pathology96).")
     ls.add_argument("--dataset", metavar="NAME", default=None,
                     help="one dataset flag or pathology suite (default: all of them)")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
