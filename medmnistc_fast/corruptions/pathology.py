@@ -270,7 +270,8 @@ def marking_sample(param, ctx: Context) -> dict:
     ----------
     param : tuple of (int, int)
         (width, height) of the blot in pixels at the reference size (registry table
-        ``marking``; spec: about 10x10 .. 57x54 at 96 px, 26x24 .. 135x126 at 224).
+        ``marking``: (10, 10) .. (54, 57) at 96 px, (24, 26) .. (126, 135) at 224; the spec
+        lists them height x width, "10x10 .. 57x54" and "26x24 .. 135x126").
     ctx : Context
         ``ctx.scale = min(H, W) / reference_size``; ``ctx.reference_size`` (96 or 224) selects the
         top-left corner in :data:`MARKING_POSITIONS`.
@@ -539,8 +540,11 @@ def hsv_shift(image, channel, amount: float) -> np.ndarray:
 
     Raises
     ------
-    TypeError, ValueError
-        Bad image, unknown channel, amount not a real number in [-1, 1].
+    TypeError
+        ``image`` not a uint8 ndarray; ``amount`` not a real number.
+    ValueError
+        Bad image shape; ``channel`` not one of the names above (a non-str included);
+        ``amount`` outside [-1, 1] or NaN.
 
     Notes
     -----
@@ -580,8 +584,12 @@ def marking(image, size, position=None, *, seed=None) -> np.ndarray:
 
     Raises
     ------
-    TypeError, ValueError
-        Bad image, size, position or seed.
+    TypeError
+        ``image`` not a uint8 ndarray; ``size`` or ``position`` not a pair of ints; ``seed``
+        not an int or None.
+    ValueError
+        Bad image shape; a ``size`` side outside 1..1024, a ``position`` coordinate beyond
+        2**30; negative ``seed``.
     """
     hwc = as_hwc(image)
     w, h = _check_int_pair(size, "size", 1, MAX_MARKING)
@@ -610,8 +618,10 @@ def pathology_bubble(image, strength: float) -> np.ndarray:
 
     Raises
     ------
-    TypeError, ValueError
-        Bad image; strength not a real number in [0, 1].
+    TypeError
+        ``image`` not a uint8 ndarray; ``strength`` not a real number.
+    ValueError
+        Bad image shape; ``strength`` outside [0, 1] or NaN.
     """
     hwc = as_hwc(image)
     r = _check_real(strength, "strength", 0.0, 1.0)
