@@ -1900,7 +1900,7 @@ def render_preview(image, dataset: str, *, seed: int = 0, index: int = 0, corrup
 
     Parameters
     ----------
-    image : ndarray, shape (H, W) or (H, W, 3), uint8
+    image : ndarray, shape (H, W), (H, W, 1) or (H, W, 3), uint8
     dataset : str
         Any dataset key, including the pathology suites.
     seed, index : int >= 0
@@ -1915,16 +1915,24 @@ def render_preview(image, dataset: str, *, seed: int = 0, index: int = 0, corrup
 
     Raises
     ------
-    ValueError, TypeError
-        As in :func:`medmnistc_fast.corrupt`.
+    TypeError
+        ``image`` not uint8; otherwise as in :func:`medmnistc_fast.corrupt`.
+    ValueError
+        ``image`` of another shape; otherwise as in :func:`medmnistc_fast.corrupt`.
     """
     from PIL import Image, ImageDraw, ImageFont
 
     dataset = check_dataset(dataset)
     names = _resolve_corruptions([dataset], corruptions)[dataset]
     image = np.asarray(image)
-    if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.ndim not in (2, 3):
-        raise TypeError("image must be a uint8 array of shape (H, W) or (H, W, 3)")
+    if image.dtype != np.uint8:
+        raise TypeError(f"image must be a uint8 array of shape (H, W), (H, W, 1) or (H, W, 3); "
+                        f"got dtype {image.dtype}")
+    if image.ndim == 3 and image.shape[2] == 1:
+        image = image[:, :, 0]
+    if image.ndim not in (2, 3) or (image.ndim == 3 and image.shape[2] != 3):
+        raise ValueError(f"image must have shape (H, W), (H, W, 1) or (H, W, 3); "
+                         f"got {image.shape}")
     side = max(image.shape[:2])
     factor = preview_cell(side) // side
     cell = side * factor

@@ -366,6 +366,14 @@ def test_load_images_and_preview(root):
     assert suite.size == (120 + 6 * (c + 4) + 4, 20 + 9 * (c + 4) + 4)
     with pytest.raises(ValueError, match="pathology96 has no MedMNIST"):
         load_images("pathology96", 0, sample=True)
+    # (H, W, 1) previews like (H, W) (it used to pass the check and fail inside Pillow)
+    g = gray[0]
+    assert np.array_equal(np.asarray(render_preview(g[:, :, None], GRAY_DS, seed=1)),
+                          np.asarray(render_preview(g, GRAY_DS, seed=1)))
+    with pytest.raises(ValueError, match=r"image must have shape .*got \(28, 28, 2\)"):
+        render_preview(np.zeros((28, 28, 2), np.uint8), GRAY_DS)
+    with pytest.raises(TypeError, match="uint8"):
+        render_preview(np.zeros((28, 28), np.float32), GRAY_DS)
 
 
 # ------------------------------------------------------------------------------------ npz writer
