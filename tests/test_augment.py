@@ -545,7 +545,7 @@ def test_augmented_dataset_tuples_and_transform():
     assert isinstance(img, np.ndarray) and label[0] == 1
     assert np.array_equal(img, np.asarray(aug(data[1][0], index=1, epoch=2)))
     assert np.array_equal(ds[(1, 2)][0], img)
-    with pytest.raises(IndexError):
+    with pytest.raises(IndexError, match=r"^index 3 out of range for a dataset of 3$"):
         ds[3]
     with pytest.raises(TypeError, match="augment must be"):
         AugmentedDataset(data, lambda im: im)

@@ -164,12 +164,25 @@ def test_wrong_kind_of_path(tmp_path):
 
 
 def test_object_arrays_refused(tmp_path):
+    # Object images fail the uint8 check when the set is opened (the header is read, nothing is
+    # unpickled). Object labels pass the shape checks, so only the loader's own guard stops them,
+    # when the arrays are first read: a bare ValueError (as before) was satisfied by the uint8
+    # check alone and left that guard untested.
     folder = tmp_path / "pathmnist"
     folder.mkdir()
     obj = np.empty(5, dtype=object)
     np.savez(folder / "pixelate.npz", test_images=obj, test_labels=obj)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"test_images must be uint8 .*; got object \(5,\)$"):
         CorruptedSet(tmp_path, "pathmnist", "pixelate")
+    images, _ = _data()
+    labels = np.empty(len(images), dtype=object)
+    labels[:] = [[i] for i in range(len(images))]
+    np.savez(folder / "bubble.npz", test_images=images, test_labels=labels)
+    cs = CorruptedSet(tmp_path, "pathmnist", "bubble")
+    for read in (lambda: cs[0], cs.arrays):
+        with pytest.raises(ValueError, match=r"bubble\.npz: array 'test_labels' holds Python "
+                                             r"objects; refusing to load it \(allow_pickle=False\)"):
+            read()
 
 
 def test_pickle_does_not_carry_data(tmp_path):
@@ -191,7 +204,7 @@ def test_files_not_modified(tmp_path):
     img, _ = cs[0]
     img[:] = 0
     view, _ = cs.arrays()
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="read-only"):
         view[0, 0, 0, 0] = 1
     assert p.read_bytes() == before
 

@@ -350,7 +350,7 @@ def test_baseline_table_shape_and_spot_values():
         for err in entry["errors"].values():
             assert 0.0 < err < 1.0
             assert err != entry["clean_error"]
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="does not support item assignment"):
         ALEXNET_BASELINES["pathmnist"]["errors"]["pixelate"] = 0.0  # read-only
 
 
@@ -537,7 +537,7 @@ def test_report_is_immutable_and_serialises(tmp_path):
     rep = ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), breast_scores())
     with pytest.raises(dataclasses.FrozenInstanceError):
         rep.clean_error = 1.0
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="does not support item assignment"):
         rep.errors["pixelate"] = (0.0,) * 5
     d = rep.to_dict()
     text = json.dumps(d, allow_nan=False)  # JSON-ready: plain types, no NaN
@@ -552,7 +552,7 @@ def test_report_is_immutable_and_serialises(tmp_path):
     assert rep.to_json(out) == out
     assert json.loads(out.read_text()) == d
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
-    with pytest.raises(OSError):
+    with pytest.raises(FileNotFoundError, match="missing_dir"):
         rep.to_json(tmp_path / "missing_dir" / "r.json")
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
     # the usual permissions of a new file (0o666 under the umask), not mkstemp's 0o600
@@ -744,19 +744,24 @@ def test_cec_mean_per_image_and_no_mutation():
     assert ev.corruption_error_of_confidence([[0.9, 0.5, 0.7]]) == pytest.approx(1 / 3, abs=1e-15)
 
 
+# The messages are matched in full: match="p" (as before) accepted almost any message, e.g. the
+# "not enough values to unpack" of a missing 2-D check.
+_CEC_SHAPE = r"^p must have shape \(N, S \+ 1\) with N >= 1 images and S >= 1 severities .*got shape "
+
+
 @pytest.mark.parametrize(
-    "p, kwargs, exc",
+    "p, kwargs, exc, match",
     [
-        (np.array(DEC), {}, ValueError),  # 1-D
-        (np.zeros((3, 1)), {}, ValueError),  # no severity column
-        (np.zeros((0, 6)), {}, ValueError),
-        (np.array([[np.nan] * 6]), {}, ValueError),
-        (np.array([["a"] * 6]), {}, TypeError),
-        (np.array([DEC]), {"per_image": 1}, TypeError),
+        (np.array(DEC), {}, ValueError, _CEC_SHAPE + r"\(6,\)$"),  # 1-D
+        (np.zeros((3, 1)), {}, ValueError, _CEC_SHAPE + r"\(3, 1\)$"),  # no severity column
+        (np.zeros((0, 6)), {}, ValueError, _CEC_SHAPE + r"\(0, 6\)$"),
+        (np.array([[np.nan] * 6]), {}, ValueError, r"^p contains NaN$"),
+        (np.array([["a"] * 6]), {}, TypeError, r"^p must be a real-valued array; got dtype <U1$"),
+        (np.array([DEC]), {"per_image": 1}, TypeError, r"^per_image must be a bool; got int$"),
     ],
 )
-def test_cec_bad_input(p, kwargs, exc):
-    with pytest.raises(exc, match="p"):
+def test_cec_bad_input(p, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
         ev.corruption_error_of_confidence(p, **kwargs)
 
 

@@ -408,24 +408,42 @@ def test_shape_errors():
     img = np.zeros((5, 5, 3), np.uint8)
     w, dx, dy = motion_taps(3, 2, 10.0)
     kernel = np.ones((3, 3)) / 9
+    # Each call must fail on its own check: a bare ValueError would also accept an unrelated
+    # error raised later (e.g. a missing odd-size check ending in the positive-kernel check).
     bad_calls = [
-        lambda: _native.motion_blur(np.zeros((5, 5), np.uint8), w, dx, dy),
-        lambda: _native.motion_blur(np.zeros((0, 5, 3), np.uint8), w, dx, dy),
-        lambda: _native.motion_blur(img, w, dx[:-1], dy),
-        lambda: _native.motion_blur(img, w[:0], dx[:0], dy[:0]),
-        lambda: _native.motion_blur(img, w * 1e4, dx, dy),
-        lambda: _native.zoom_blur(img, np.array([0.9])),
-        lambda: _native.zoom_blur(img, np.array([np.nan])),
-        lambda: _native.zoom_blur(img, np.ones((2, 2))),
-        lambda: _native.filter2d(img, np.ones((2, 3))),
-        lambda: _native.filter2d(img, np.ones(3)),
-        lambda: _native.filter2d(img, np.full((3, 3), np.inf)),
-        lambda: _native.filter2d(img, kernel, np.ones((3, 3), bool), None),
-        lambda: _native.filter2d(img, kernel, np.ones((2, 3), bool), np.ones(3)),
-        lambda: _native.filter2d(img, kernel, np.zeros((3, 3), bool), np.ones(3)),
-        lambda: _native.gaussian_blur(img, np.ones(4, np.float32) / 4),
-        lambda: _native.gaussian_blur(img, np.ones((3, 3), np.float32)),
+        (lambda: _native.motion_blur(np.zeros((5, 5), np.uint8), w, dx, dy),
+         r"motion_blur: image must have shape \(H, W, C\), got 2 dimensions"),
+        (lambda: _native.motion_blur(np.zeros((0, 5, 3), np.uint8), w, dx, dy),
+         r"motion_blur: image dimensions must all be >= 1"),
+        (lambda: _native.motion_blur(img, w, dx[:-1], dy),
+         r"motion_blur: weights, dx and dy must have the same length >= 1"),
+        (lambda: _native.motion_blur(img, w[:0], dx[:0], dy[:0]),
+         r"motion_blur: weights, dx and dy must have the same length >= 1"),
+        (lambda: _native.motion_blur(img, w * 1e4, dx, dy),
+         r"motion_blur: sum\(\|weights\|\) must be finite and <= 1024"),
+        (lambda: _native.zoom_blur(img, np.array([0.9])),
+         r"zoom_blur: zoom factors must lie in \[1, 1e6\]"),
+        (lambda: _native.zoom_blur(img, np.array([np.nan])),
+         r"zoom_blur: zoom factors must lie in \[1, 1e6\]"),
+        (lambda: _native.zoom_blur(img, np.ones((2, 2))),
+         r"zoom_blur: zooms must be one-dimensional"),
+        (lambda: _native.filter2d(img, np.ones((2, 3))),
+         r"filter2d: kernel must be two-dimensional with odd sizes"),
+        (lambda: _native.filter2d(img, np.ones(3)),
+         r"filter2d: kernel must be two-dimensional with odd sizes"),
+        (lambda: _native.filter2d(img, np.full((3, 3), np.inf)),
+         r"filter2d: sum\(\|kernel\|\) must be finite and <= 1024"),
+        (lambda: _native.filter2d(img, kernel, np.ones((3, 3), bool), None),
+         r"filter2d: give both mask and gauss1d, or neither"),
+        (lambda: _native.filter2d(img, kernel, np.ones((2, 3), bool), np.ones(3)),
+         r"filter2d: mask must be two-dimensional with odd sizes"),
+        (lambda: _native.filter2d(img, kernel, np.zeros((3, 3), bool), np.ones(3)),
+         r"filter2d: mask and gauss1d must describe a positive kernel"),
+        (lambda: _native.gaussian_blur(img, np.ones(4, np.float32) / 4),
+         r"gaussian_blur: kernel1d must have an odd length"),
+        (lambda: _native.gaussian_blur(img, np.ones((3, 3), np.float32)),
+         r"gaussian_blur: kernel1d must be one-dimensional"),
     ]
-    for call in bad_calls:
-        with pytest.raises(ValueError):
+    for call, message in bad_calls:
+        with pytest.raises(ValueError, match=f"^{message}$"):
             call()

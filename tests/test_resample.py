@@ -202,11 +202,16 @@ def test_input_is_not_modified_and_layouts_are_accepted():
 
 @pytest.mark.parametrize("fn", [_native.resize_box, _native.pixelate])
 def test_bad_arguments_raise(fn):
+    # The message names the function, the offending side and its value, so a check on the wrong
+    # side (width and height swapped) or a later, unrelated ValueError cannot pass.
+    name = fn.__name__
     img = np.zeros((8, 8, 3), np.uint8)
-    for w, h in ((0, 5), (5, 0), (-1, 5), (2**24, 5)):
-        with pytest.raises(ValueError):
+    for w, h, side, value in ((0, 5, "width", 0), (5, 0, "height", 0), (-1, 5, "width", -1),
+                              (2**24, 5, "width", 2**24), (5, 2**24, "height", 2**24)):
+        with pytest.raises(ValueError,
+                           match=rf"^{name}: {side} must be in \[1, 2\*\*24\), got {value}$"):
             fn(img, w, h)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=rf"^{name}: image must have shape \(H, W, C\), got 2 dim"):
         fn(np.zeros((8, 8), np.uint8), 4, 4)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=rf"^{name}: image dimensions must all be >= 1$"):
         fn(np.zeros((0, 8, 3), np.uint8), 4, 4)
