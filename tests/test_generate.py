@@ -200,8 +200,16 @@ def test_sample_source(tmp_path):
     res = generate("pathmnist", tmp_path, sample=True, sample_n=6, size=SIZE, seed=1,
                    workers=1, corruptions="bubble")
     with np.load(os.path.join(res[0]["dir"], "bubble.npz")) as z:
-        assert z["test_images"].shape == (30, SIZE, SIZE, 3)
+        imgs, labs = z["test_images"], z["test_labels"]
+    assert imgs.shape == (30, SIZE, SIZE, 3)
     assert res[0]["manifest"]["input"]["source"] == "sample"
+    # The content, not only the shape: the sample's test split (6 images), corrupted severity
+    # by severity with seed 1, labels tiled five times.
+    clean = sample_split("pathmnist", SIZE, 6)
+    np.testing.assert_array_equal(labs, np.tile(clean["test_labels"], (5, 1)))
+    for s in range(5):
+        np.testing.assert_array_equal(imgs[6 * s:6 * (s + 1)], mf.corrupt_batch(
+            clean["test_images"], "bubble", s + 1, dataset="pathmnist", seed=1))
 
 
 # ----------------------------------------------------------------------------- resume, safety
