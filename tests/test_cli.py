@@ -189,10 +189,23 @@ def test_killed_run_leaves_no_workers_and_resumes(gray_root, tmp_path, sig):
     assert tree(out) == tree(full)
 
 
-def test_list_into_a_closed_pipe_is_quiet():
+def test_list_into_a_closed_pipe_is_quiet(capsys):
+    # "No Broken pipe, no Traceback" alone also passes when the command does not run at all
+    # (e.g. python -m finds nothing to execute): the reader must get the start of the listing
+    # and stderr must stay empty. `head` meets the writer's second buffered flush, which depends
+    # on stdio buffering; the broken pipe is also forced deterministically by closing the read
+    # end before the child (still importing) writes anything.
+    assert main(["list"]) == 0
+    listing = capsys.readouterr().out
     proc = subprocess.run(f"{sys.executable} -m medmnistc_fast.cli list | head -c 10",
                           shell=True, capture_output=True, text=True, timeout=120)
-    assert "Broken pipe" not in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.stdout == listing[:10] and proc.stderr == ""
+    child = subprocess.Popen([sys.executable, "-m", "medmnistc_fast.cli", "list"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child.stdout.close()
+    err = child.stderr.read().decode()
+    child.stderr.close()
+    assert child.wait(timeout=120) == 0 and err == "", err
 
 
 @pytest.mark.parametrize("command", ["generate", "preview"])
@@ -277,25 +290,41 @@ def test_missing_file_message_and_no_traceback(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("argv", [
-    ["generate", "--dataset", "mnist", "--sample", "--out", "x"],
-    ["generate", "--dataset", "octmnist", "--sample", "--root", "r", "--out", "x"],
-    ["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--workers", "0"],
-    ["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--format", "hdf5"],
-    ["preview", "--dataset", "octmnist", "--sample", "--out", "x.jpg"],
-    ["preview", "--dataset", "pathology96", "--sample", "--out", "x.png"],
-    ["generate", "--dataset", "pathology96", "--from-folder", "f", "--sample", "--out", "x"],
-    ["generate", "--dataset", "pathology96", "--from-folder", "f", "--root", "r", "--out", "x"],
-    ["generate", "--dataset", "pathology96", "--from-folder", "f", "--out", "x"],
-    ["generate", "--dataset", "pathology", "--from-folder", "f", "--out", "x"],
-    ["list", "--dataset", "mnist"],
-    ["list", "--dataset", "pathology"],
-    [],
+@pytest.mark.parametrize("argv, msg", [
+    (["generate", "--dataset", "mnist", "--sample", "--out", "x"],
+     r"^medmnistc-fast: error: unknown dataset 'mnist'; valid datasets: pathmnist, "),
+    (["generate", "--dataset", "octmnist", "--sample", "--root", "r", "--out", "x"],
+     r"generate: error: argument --root: not allowed with argument --sample$"),
+    (["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--workers", "0"],
+     r"generate: error: argument --workers: expected a positive integer; got '0'$"),
+    (["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--format", "hdf5"],
+     r"generate: error: argument --format: invalid choice: 'hdf5'"),
+    (["preview", "--dataset", "octmnist", "--sample", "--out", "x.jpg"],
+     r"^medmnistc-fast: error: --out must name a \.png file; got 'x\.jpg'$"),
+    (["preview", "--dataset", "pathology96", "--sample", "--out", "x.png"],
+     r"^medmnistc-fast: error: pathology96 has no MedMNIST\+ files or sample"),
+    (["generate", "--dataset", "pathology96", "--from-folder", "f", "--sample", "--out", "x"],
+     r"generate: error: argument --sample: not allowed with argument --from-folder$"),
+    (["generate", "--dataset", "pathology96", "--from-folder", "f", "--root", "r", "--out", "x"],
+     r"generate: error: argument --root: not allowed with argument --from-folder$"),
+    (["generate", "--dataset", "pathology96", "--from-folder", "f", "--out", "x"],
+     r"^medmnistc-fast: error: image folder not found: .*f$"),
+    (["generate", "--dataset", "pathology", "--from-folder", "f", "--out", "x"],
+     r"^medmnistc-fast: error: image folder not found: .*f$"),
+    (["list", "--dataset", "mnist"],
+     r"^medmnistc-fast: error: unknown dataset 'mnist'; valid datasets: 'pathmnist', "),
+    (["list", "--dataset", "pathology"],
+     r"^medmnistc-fast: error: unknown dataset 'pathology'; valid datasets: .*'pathology224'$"),
+    ([], r"error: the following arguments are required: COMMAND$"),
 ])
-def test_usage_errors(tmp_path, capsys, argv, monkeypatch):
+def test_usage_errors(tmp_path, capsys, argv, msg, monkeypatch):
+    # Exit status 2 alone does not say which check fired (argparse and every validation use it):
+    # the last stderr line must be the expected message.
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
-    assert "Traceback" not in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert re.search(msg, err.strip().splitlines()[-1]), err
     assert not os.path.exists(tmp_path / "x")
 
 
