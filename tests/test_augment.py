@@ -427,6 +427,30 @@ def test_batch_tensor():
     assert np.array_equal(out.permute(0, 2, 3, 1).numpy(), aug.batch(X, start=0))
 
 
+def test_single_tensor_equals_the_numpy_path():
+    """A (C, H, W) tensor gives the numpy call's pixels for the same keyed draw: uint8 as is,
+    float through floor(x * 255 + 0.5) in and / 255 out (the documented conversions, written
+    out here), for 1 and 3 channels, with and without an independent draw per index."""
+    torch = pytest.importorskip("torch")
+    for flag, rgb in (("pathmnist", True), ("chestmnist", False)):
+        aug = AugMedMNISTC(flag, seed=3, n_ops=2)
+        for i in range(12):
+            x = _image(32, rgb, seed=i)
+            hwc = x if x.ndim == 3 else x[:, :, None]
+            t = torch.from_numpy(np.ascontiguousarray(hwc.transpose(2, 0, 1)))
+            expected = aug(x, index=i, epoch=1)
+            expected = expected if expected.ndim == 3 else expected[:, :, None]
+            got = aug(t, index=i, epoch=1)
+            assert got.dtype == torch.uint8 and got.shape == t.shape
+            assert np.array_equal(got.permute(1, 2, 0).numpy(), expected), (flag, i)
+            # float in [0, 1]: k / 255 maps back to k exactly, so the pixels must agree
+            tf = t.to(torch.float32) / 255
+            gotf = aug(tf, index=i, epoch=1)
+            assert gotf.dtype == torch.float32 and gotf.shape == t.shape
+            want = torch.from_numpy(expected.transpose(2, 0, 1).astype(np.float32)) / 255
+            assert torch.equal(gotf, want), (flag, i)
+
+
 def test_no_global_random_state_touched():
     np_state = np.random.get_state()[1].copy()
     py_state = random.getstate()
