@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 
 __all__ = ["main"]
 
@@ -298,6 +299,15 @@ def _print_error(exc: BaseException) -> None:
         pass
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings (e.g. a dataset skipped by ``generate``) as one ``medmnistc-fast: warning:``
+    line on stderr, without Python's file and source-line context."""
+    try:
+        print(f"{_PROG}: warning: {' '.join(str(message).split())}", file=sys.stderr)
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv=None) -> int:
     """Run the console command; returns the exit status.
 
@@ -323,7 +333,11 @@ def main(argv=None) -> int:
     # pools are shut down and temporary files removed instead of orphaning the workers.
     previous = _install_sigterm()
     try:
-        return handler[args.command](args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            # the package's own notices are shown, whatever -W says about other warnings
+            warnings.filterwarnings("default", category=UserWarning, module=r"medmnistc_fast\b")
+            return handler[args.command](args)
     except KeyboardInterrupt:
         print(f"{_PROG}: interrupted; re-run the same command to resume", file=sys.stderr)
         return 130

@@ -97,6 +97,7 @@ import re
 import shutil
 import signal
 import struct
+import warnings
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -1709,6 +1710,11 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     elif single:
         inputs = [_open_array_input(datasets[0], split, images, labels)]
     else:
+        missing = [d for d in datasets if not wanted[d]]
+        if missing:
+            warnings.warn(f"{', '.join(missing)}: none of the requested corruptions apply "
+                          f"({', '.join(_as_list(corruptions, 'corruptions'))}); skipped",
+                          UserWarning, stacklevel=2)
         datasets = [d for d in datasets if wanted[d]]
         inputs = [_open_sample_input(d, split, size, sample_n) if sample
                   else _open_file_input(d, split, size, root) for d in datasets]

@@ -54,6 +54,19 @@ def test_generate_sample_quickstart(tmp_path, capsys):
     assert "wrote 0 file(s), 11 already complete" in capsys.readouterr().err
 
 
+def test_skipped_dataset_is_one_warning_line(tmp_path, capsys):
+    """A dataset without any of the requested corruptions is named on one warning line (no
+    Python file / source context), even with --quiet, and the run still succeeds."""
+    assert main(["generate", "--sample", "--sample-n", "2", "--dataset", "pathmnist,octmnist",
+                 "--size", "28", "--out", str(tmp_path), "--workers", "1", "--quiet",
+                 "--corruptions", "bubble"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["medmnistc-fast: warning: octmnist: none of the requested corruptions apply "
+                   "(bubble); skipped"]
+    assert (tmp_path / "pathmnist" / "bubble.npz").exists()
+    assert not (tmp_path / "octmnist").exists()
+
+
 def test_quiet_prints_nothing(tmp_path, capsys):
     assert main(["generate", "--sample", "--sample-n", "4", "--dataset", "breastmnist",
                  "--size", "28", "--out", str(tmp_path), "--workers", "1", "--quiet",

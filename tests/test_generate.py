@@ -212,6 +212,17 @@ def test_sample_source(tmp_path):
             clean["test_images"], "bubble", s + 1, dataset="pathmnist", seed=1))
 
 
+def test_dataset_without_the_requested_corruptions_is_named(tmp_path):
+    """With several datasets and a corruption subset, a dataset that has none of them is
+    skipped with a warning naming it (it used to vanish from the run without a word)."""
+    with pytest.warns(UserWarning, match=r"octmnist: none of the requested corruptions apply "
+                                         r"\(bubble\); skipped"):
+        res = generate(["pathmnist", "octmnist"], tmp_path, sample=True, sample_n=2, size=SIZE,
+                       workers=1, corruptions="bubble")
+    assert [r["dir"] for r in res] == [os.path.join(str(tmp_path), "pathmnist")]
+    assert not os.path.exists(os.path.join(str(tmp_path), "octmnist"))
+
+
 # ----------------------------------------------------------------------------- resume, safety
 def test_resume_repairs_and_cleans(root, reference, tmp_path):
     out, _ = reference
