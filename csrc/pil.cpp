@@ -105,6 +105,26 @@ MMC_AVX512 void add_pad_vbmi(const std::uint8_t* src, std::uint8_t* dst, std::pt
 }
 #endif
 
+using PadFn = void (*)(const std::uint8_t*, std::uint8_t*, std::ptrdiff_t);
+
+#ifdef MMC_HAVE_AVX512
+#define MMC_VBMI_OR_NULL(fn) (fn)
+#else
+#define MMC_VBMI_OR_NULL(fn) nullptr
+#endif
+
+// The VBMI variant where the build and the CPU have it, else the scalar one.
+void run_pad([[maybe_unused]] PadFn vbmi, PadFn scalar, const std::uint8_t* src,
+             std::uint8_t* dst, std::ptrdiff_t n_px) {
+#ifdef MMC_HAVE_AVX512
+    if (vbmi != nullptr && cpu_has_avx512()) {
+        vbmi(src, dst, n_px);
+        return;
+    }
+#endif
+    scalar(src, dst, n_px);
+}
+
 // (H, W, 3) -> new (H, W, 4): R, G, B and a padding byte 255, the layout of Pillow's "RGBX".
 ImageOut rgbx_pixels(const ImageIn& image) {
     const Shape s = image_shape(image, "rgbx_pixels");
@@ -115,15 +135,7 @@ ImageOut rgbx_pixels(const ImageIn& image) {
     const std::ptrdiff_t n_px = s.h * s.w;
     {
         py::gil_scoped_release release;
-#ifdef MMC_HAVE_AVX512
-        if (cpu_has_avx512()) {
-            add_pad_vbmi(src, dst, n_px);
-        } else {
-            add_pad_scalar(src, dst, n_px);
-        }
-#else
-        add_pad_scalar(src, dst, n_px);
-#endif
+        run_pad(MMC_VBMI_OR_NULL(add_pad_vbmi), add_pad_scalar, src, dst, n_px);
     }
     return out;
 }
@@ -166,15 +178,7 @@ py::object pil_pixels(py::object schema_capsule, py::object array_capsule, std::
         if (c == 1) {
             std::memcpy(dst, data, static_cast<std::size_t>(n_px));
         } else {
-#ifdef MMC_HAVE_AVX512
-            if (cpu_has_avx512()) {
-                strip_pad_vbmi(data, dst, n_px);
-            } else {
-                strip_pad_scalar(data, dst, n_px);
-            }
-#else
-            strip_pad_scalar(data, dst, n_px);
-#endif
+            run_pad(MMC_VBMI_OR_NULL(strip_pad_vbmi), strip_pad_scalar, data, dst, n_px);
         }
     }
     return std::move(out);
