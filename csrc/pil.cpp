@@ -93,7 +93,9 @@ void add_pad_scalar(const std::uint8_t* src, std::uint8_t* dst, std::ptrdiff_t n
 // 16 pixels per step: VPERMB spreads 48 colour bytes over 64, the padding bytes are set to 255.
 MMC_AVX512 void add_pad_vbmi(const std::uint8_t* src, std::uint8_t* dst, std::ptrdiff_t n_px) {
     alignas(64) std::uint8_t idx[64];
-    for (int i = 0; i < 64; ++i) idx[i] = static_cast<std::uint8_t>(i % 4 == 3 ? 0 : 3 * (i / 4) + i % 4);
+    for (int i = 0; i < 64; ++i) {
+        idx[i] = static_cast<std::uint8_t>(i % 4 == 3 ? 0 : 3 * (i / 4) + i % 4);
+    }
     const __m512i perm = _mm512_load_si512(idx);
     const __m512i pad = _mm512_set1_epi32(static_cast<int>(0xFF000000u));
     std::ptrdiff_t p = 0;
