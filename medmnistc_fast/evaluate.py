@@ -52,7 +52,7 @@ from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ._fileio import write_text_atomic
-from ._validation import to_float
+from ._validation import _is_int, to_float
 from ._baselines import ALEXNET_BASELINES, DATASET_CORRUPTIONS, DATASET_N_CLASSES, DATASET_TASKS, TASKS
 
 __all__ = [
@@ -506,7 +506,7 @@ class RobustnessReport:
         TypeError, ValueError
             ``digits`` is not an int, or is negative.
         """
-        if isinstance(digits, (bool, np.bool_)) or not isinstance(digits, (int, np.integer)):
+        if not _is_int(digits):
             raise TypeError(f"digits must be an int >= 0; got {digits!r} ({type(digits).__name__})")
         if digits < 0:
             raise ValueError(f"digits must be an int >= 0; got {digits!r}")

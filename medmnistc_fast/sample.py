@@ -23,6 +23,7 @@ import numpy as np
 from PIL import Image
 
 from . import registry
+from ._validation import _is_int
 
 __all__ = ["source_images", "sample_images", "sample_split", "N_LABELS"]
 
@@ -106,16 +107,17 @@ def sample_images(n: int, size: int = 224, rgb: bool = True) -> np.ndarray:
     Raises
     ------
     TypeError
-        ``n`` or ``size`` not an int (bools included).
+        ``n`` or ``size`` not an int (Python or NumPy integer; bools are refused).
     ValueError
         ``n`` negative, ``size`` below 8.
     """
     for name, value, low in (("n", n, 0), ("size", size, 8)):
-        if not isinstance(value, int) or isinstance(value, bool):
+        if not _is_int(value):
             raise TypeError(f"{name} must be an int >= {low}; got {value!r} "
                             f"({type(value).__name__})")
         if value < low:
             raise ValueError(f"{name} must be an int >= {low}; got {value!r}")
+    n, size = int(n), int(size)
     sources = source_images(bool(rgb))
     out = np.empty((n, size, size) + ((3,) if rgb else ()), np.uint8)
     for i in range(n):

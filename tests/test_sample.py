@@ -28,6 +28,14 @@ def test_sample_images_argument_errors(kwargs, exc, name):
         sample_images(**kwargs)
 
 
+def test_sample_images_numpy_ints_like_python_ints():
+    """NumPy integers are ints here as everywhere else in the package (_validation._is_int)."""
+    a = sample_images(np.int64(3), np.int32(16), rgb=False)
+    np.testing.assert_array_equal(a, sample_images(3, 16, rgb=False))
+    with pytest.raises(TypeError, match="^n must be an int"):
+        sample_images(np.bool_(True))
+
+
 def test_sample_split_layout():
     d = sample_split("chestmnist", size=8, n=3)
     assert d["test_images"].shape == (3, 8, 8) and d["test_images"].dtype == np.uint8
