@@ -22,6 +22,7 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <pybind11/stl.h>
@@ -984,7 +985,9 @@ constexpr int kDiskFreeVecs = 4, kDiskGaussVecs = 8;
 
 namespace dv {
 typedef std::uint8_t u8x16 __attribute__((vector_size(16)));
+typedef std::uint8_t u8x32 __attribute__((vector_size(32)));
 typedef std::uint16_t u16x16 __attribute__((vector_size(32)));
+typedef std::uint16_t u16x32 __attribute__((vector_size(64)));
 typedef std::int16_t i16x16 __attribute__((vector_size(32)));
 typedef float f32x16 __attribute__((vector_size(64)));
 typedef std::int32_t i32x8 __attribute__((vector_size(32)));
@@ -999,6 +1002,17 @@ MMC_INLINE i32x8 high(i32x16 v) {
 }
 MMC_INLINE i32x16 join(i32x8 a, i32x8 b) {
     return __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+MMC_INLINE u16x16 low(u16x32 v) {
+    return __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+MMC_INLINE u16x16 high(u16x32 v) {
+    return __builtin_shufflevector(v, v, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29,
+                                   30, 31);
+}
+MMC_INLINE u16x32 join(u16x16 a, u16x16 b) {
+    return __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+                                   17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
 }
 }  // namespace dv
 
@@ -1022,8 +1036,22 @@ struct DiskIsaBase {
         for (int l = 0; l < 16; ++l) r |= v[l];
         return r != 0;
     }
-    static MMC_INLINE dv::u16x16 widen(const uint8_t* p) {
-        return __builtin_convertvector(disk_load<dv::u8x16>(p), dv::u16x16);
+    static MMC_INLINE dv::u16x32 widen(const uint8_t* p) {
+        return __builtin_convertvector(disk_load<dv::u8x32>(p), dv::u16x32);
+    }
+    // The low / high 16 lanes of a 32-lane vector, widened to int32.
+    static MMC_INLINE dv::i32x16 widen_low(dv::u16x32 v) {
+        return __builtin_convertvector(dv::low(v), dv::i32x16);
+    }
+    static MMC_INLINE dv::i32x16 widen_high(dv::u16x32 v) {
+        return __builtin_convertvector(dv::high(v), dv::i32x16);
+    }
+    // 16 uint16 / int16 samples widened to int32.
+    static MMC_INLINE dv::i32x16 u16(const std::uint16_t* p) {
+        return __builtin_convertvector(disk_load<dv::u16x16>(p), dv::i32x16);
+    }
+    static MMC_INLINE dv::i32x16 s16(const std::uint16_t* p) {
+        return __builtin_convertvector(disk_load<dv::i16x16>(p), dv::i32x16);
     }
     // Clamp to [0, 255] and narrow to bytes.
     static MMC_INLINE dv::u8x16 bytes(dv::i32x16 q) {
@@ -1042,8 +1070,30 @@ struct DiskIsaAvx2 {
         const __m256i o = _mm256_or_si256((__m256i)dv::low(v), (__m256i)dv::high(v));
         return !_mm256_testz_si256(o, o);
     }
-    static MMC_AVX2_INLINE dv::u16x16 widen(const uint8_t* p) {
-        return (dv::u16x16)_mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    static MMC_AVX2_INLINE dv::u16x32 widen(const uint8_t* p) {
+        const auto* q = reinterpret_cast<const __m128i*>(p);
+        return dv::join((dv::u16x16)_mm256_cvtepu8_epi16(_mm_loadu_si128(q)),
+                        (dv::u16x16)_mm256_cvtepu8_epi16(_mm_loadu_si128(q + 1)));
+    }
+    static MMC_AVX2_INLINE dv::i32x16 widen_low(dv::u16x32 v) {
+        const __m256i h = (__m256i)dv::low(v);
+        return dv::join((dv::i32x8)_mm256_cvtepu16_epi32(_mm256_castsi256_si128(h)),
+                        (dv::i32x8)_mm256_cvtepu16_epi32(_mm256_extracti128_si256(h, 1)));
+    }
+    static MMC_AVX2_INLINE dv::i32x16 widen_high(dv::u16x32 v) {
+        const __m256i h = (__m256i)dv::high(v);
+        return dv::join((dv::i32x8)_mm256_cvtepu16_epi32(_mm256_castsi256_si128(h)),
+                        (dv::i32x8)_mm256_cvtepu16_epi32(_mm256_extracti128_si256(h, 1)));
+    }
+    static MMC_AVX2_INLINE dv::i32x16 u16(const std::uint16_t* p) {
+        const auto* q = reinterpret_cast<const __m128i*>(p);
+        return dv::join((dv::i32x8)_mm256_cvtepu16_epi32(_mm_loadu_si128(q)),
+                        (dv::i32x8)_mm256_cvtepu16_epi32(_mm_loadu_si128(q + 1)));
+    }
+    static MMC_AVX2_INLINE dv::i32x16 s16(const std::uint16_t* p) {
+        const auto* q = reinterpret_cast<const __m128i*>(p);
+        return dv::join((dv::i32x8)_mm256_cvtepi16_epi32(_mm_loadu_si128(q)),
+                        (dv::i32x8)_mm256_cvtepi16_epi32(_mm_loadu_si128(q + 1)));
     }
     static MMC_AVX2_INLINE dv::u8x16 bytes(dv::i32x16 q) {
         const __m256i lo = (__m256i)dv::low(q), hi = (__m256i)dv::high(q);
@@ -1060,8 +1110,23 @@ struct DiskIsaAvx512 {
     static MMC_AVX512_INLINE bool any(dv::i32x16 v) {
         return _mm512_test_epi32_mask((__m512i)v, (__m512i)v) != 0;
     }
-    static MMC_AVX512_INLINE dv::u16x16 widen(const uint8_t* p) {
-        return (dv::u16x16)_mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    static MMC_AVX512_INLINE dv::u16x32 widen(const uint8_t* p) {
+        return (dv::u16x32)_mm512_cvtepu8_epi16(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    }
+    static MMC_AVX512_INLINE dv::i32x16 widen_low(dv::u16x32 v) {
+        return (dv::i32x16)_mm512_cvtepu16_epi32(_mm512_castsi512_si256((__m512i)v));
+    }
+    static MMC_AVX512_INLINE dv::i32x16 widen_high(dv::u16x32 v) {
+        return (dv::i32x16)_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64((__m512i)v, 1));
+    }
+    static MMC_AVX512_INLINE dv::i32x16 u16(const std::uint16_t* p) {
+        return (dv::i32x16)_mm512_cvtepu16_epi32(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    }
+    static MMC_AVX512_INLINE dv::i32x16 s16(const std::uint16_t* p) {
+        return (dv::i32x16)_mm512_cvtepi16_epi32(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     }
     static MMC_AVX512_INLINE dv::u8x16 bytes(dv::i32x16 q) {
         return (dv::u8x16)_mm512_cvtusepi32_epi8(_mm512_max_epi32((__m512i)q, _mm512_setzero_si512()));
@@ -1078,13 +1143,13 @@ struct DiskRingRt {
 };
 
 // Sum of the listed columns of one padded row (p at the strip's first sample), modulo 2^16.
-template <class Isa, int NV>
-MMC_INLINE void disk_ring_sum(dv::u16x16 (&d)[NV], const uint8_t* p, const ptrdiff_t* off,
+template <class Isa, int NI>
+MMC_INLINE void disk_ring_sum(dv::u16x32 (&d)[NI], const uint8_t* p, const ptrdiff_t* off,
                               ptrdiff_t n) {
-    for (int v = 0; v < NV; ++v) d[v] = Isa::widen(p + off[0] + 16 * v);
+    for (int v = 0; v < NI; ++v) d[v] = Isa::widen(p + off[0] + 32 * v);
     for (ptrdiff_t t = 1; t < n; ++t) {
         const uint8_t* q = p + off[t];
-        for (int v = 0; v < NV; ++v) d[v] += Isa::widen(q + 16 * v);
+        for (int v = 0; v < NI; ++v) d[v] += Isa::widen(q + 32 * v);
     }
 }
 
@@ -1096,21 +1161,21 @@ struct DiskTapOff {
 // out = sum of the pos taps - sum of the neg taps around row y (rows: padded row of every row
 // index; pb: padded sample of lane 0), over NV vectors, modulo 2^16: an int16 sum (the plan
 // keeps both lists at most 128 taps).
-template <class Isa, int NV>
+template <class Isa, int NI>
 MMC_INLINE void disk_tap_sum(std::uint16_t* out, const uint8_t* const* rows, ptrdiff_t y,
                              ptrdiff_t pb, const DiskTapOff* pos, ptrdiff_t npos,
                              const DiskTapOff* neg, ptrdiff_t nneg) {
-    dv::u16x16 a[NV];
-    for (int v = 0; v < NV; ++v) a[v] = dv::u16x16{};
+    dv::u16x32 a[NI];
+    for (int v = 0; v < NI; ++v) a[v] = dv::u16x32{};
     for (ptrdiff_t t = 0; t < npos; ++t) {
         const uint8_t* p = rows[y + pos[t].dy] + pb + pos[t].dxc;
-        for (int v = 0; v < NV; ++v) a[v] += Isa::widen(p + 16 * v);
+        for (int v = 0; v < NI; ++v) a[v] += Isa::widen(p + 32 * v);
     }
     for (ptrdiff_t t = 0; t < nneg; ++t) {
         const uint8_t* p = rows[y + neg[t].dy] + pb + neg[t].dxc;
-        for (int v = 0; v < NV; ++v) a[v] -= Isa::widen(p + 16 * v);
+        for (int v = 0; v < NI; ++v) a[v] -= Isa::widen(p + 32 * v);
     }
-    for (int v = 0; v < NV; ++v) disk_store(out + 16 * v, a[v]);
+    for (int v = 0; v < NI; ++v) disk_store(out + 32 * v, a[v]);
 }
 
 
@@ -1118,13 +1183,28 @@ MMC_INLINE void disk_tap_sum(std::uint16_t* out, const uint8_t* const* rows, ptr
 // so tests can compare the float32 decisions with it byte for byte.
 bool disk_force_double = false;
 
-template <class Isa, int NV, bool Gauss, bool Corr = false>
+// Lanes Off .. Off + 15 of the 32 lanes (a, b): a window of two consecutive vectors.
+template <int Off, std::size_t... K>
+MMC_INLINE dv::f32x16 disk_window(dv::f32x16 a, dv::f32x16 b, std::index_sequence<K...>) {
+    return __builtin_shufflevector(a, b, (Off + static_cast<int>(K))...);
+}
+template <int Off>
+MMC_INLINE dv::f32x16 disk_window(dv::f32x16 a, dv::f32x16 b) {
+    return disk_window<Off>(a, b, std::make_index_sequence<16>{});
+}
+
+// CT: the channel count when fixed at compile time (Gaussian plans then take the neighbours
+// x -+ 1 from registers), 0 when read from s.
+template <class Isa, int NV, bool Gauss, bool Corr = false, int CT = 0>
 MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& s,
                                  const DiskPlan& plan) {
     using namespace dv;
+    static_assert(CT >= 0 && CT <= 8, "neighbours must lie within the guard lanes");
     static thread_local DiskScratch scratch;
-    const ptrdiff_t c = s.c, w = s.w, h = s.h, row = s.row();
+    const ptrdiff_t c = CT > 0 ? CT : s.c, w = s.w, h = s.h, row = s.row();
     constexpr ptrdiff_t SW = 16 * NV;     // strip lanes
+    static_assert(NV % 2 == 0, "integer sums run on 32-lane vectors");
+    constexpr int NI = NV / 2;             // 32-lane vectors of the integer sums
     constexpr ptrdiff_t G = Gauss ? 8 : 0;  // guard lanes each side (neighbours x -+ 1, c <= 8)
     const ptrdiff_t L = SW - 2 * G;       // output samples per strip
     const ptrdiff_t lp = (w + 2 * plan.fw) * c;  // padded row
@@ -1162,31 +1242,31 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
         }
     }
     // B(y0) of the strip whose lane 0 is at pb in the padded rows, filling the buffers.
-    auto start = [&](u16x16 (&b)[NV], ptrdiff_t y0, ptrdiff_t pb) MMC_LAMBDA_INLINE {
-        for (int v = 0; v < NV; ++v) b[v] = u16x16{};
+    auto start = [&](u16x32 (&b)[NI], ptrdiff_t y0, ptrdiff_t pb) MMC_LAMBDA_INLINE {
+        for (int v = 0; v < NI; ++v) b[v] = u16x32{};
         for (DiskRingRt& r : rings) {
             r.slot = 0;
             for (ptrdiff_t dy = -r.h; dy <= r.h; ++dy) {
-                u16x16 d[NV];
-                disk_ring_sum<Isa, NV>(d, prow(y0 + dy) + pb, r.off, r.n);
+                u16x32 d[NI];
+                disk_ring_sum<Isa, NI>(d, prow(y0 + dy) + pb, r.off, r.n);
                 std::uint16_t* slot = r.buf + (dy + r.h) * SW;
-                for (int v = 0; v < NV; ++v) {
+                for (int v = 0; v < NI; ++v) {
                     b[v] += d[v];
-                    disk_store(slot + 16 * v, d[v]);
+                    disk_store(slot + 32 * v, d[v]);
                 }
             }
         }
     };
     // B(y - 1) -> B(y): the row entering ring j (y + h_j) takes the slot of the row leaving it
     // (y - 1 - h_j).
-    auto advance = [&](u16x16 (&b)[NV], ptrdiff_t y, ptrdiff_t pb) MMC_LAMBDA_INLINE {
+    auto advance = [&](u16x32 (&b)[NI], ptrdiff_t y, ptrdiff_t pb) MMC_LAMBDA_INLINE {
         for (DiskRingRt& r : rings) {
-            u16x16 d[NV];
-            disk_ring_sum<Isa, NV>(d, prow(y + r.h) + pb, r.off, r.n);
+            u16x32 d[NI];
+            disk_ring_sum<Isa, NI>(d, prow(y + r.h) + pb, r.off, r.n);
             std::uint16_t* slot = r.buf + r.slot * SW;
-            for (int v = 0; v < NV; ++v) {
-                b[v] += d[v] - disk_load<u16x16>(slot + 16 * v);
-                disk_store(slot + 16 * v, d[v]);
+            for (int v = 0; v < NI; ++v) {
+                b[v] += d[v] - disk_load<u16x32>(slot + 32 * v);
+                disk_store(slot + 32 * v, d[v]);
             }
             if (++r.slot == r.slots) r.slot = 0;
         }
@@ -1209,20 +1289,21 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
         for (ptrdiff_t s0 = 0; s0 < row; s0 += L) {
             const ptrdiff_t pb = plan.fw * c + s0;  // strip lane 0 = output sample s0
             const ptrdiff_t n_out = std::min(L, row - s0);
-            u16x16 b[NV];
+            u16x32 b[NI];
             start(b, 0, pb);
             for (ptrdiff_t y = 0; y < h; ++y) {
                 if (y > 0) advance(b, y, pb);
                 uint8_t* o = row_out(y, s0, n_out);
                 if (plan.div) {
                     for (int v = 0; v < NV; ++v) {
-                        const u32x16 q = ((__builtin_convertvector(b[v], u32x16) + add) * mul) >>
-                                         shift;
+                        const u32x16 bv = (u32x16)(v % 2 ? Isa::widen_high(b[v / 2])
+                                                         : Isa::widen_low(b[v / 2]));
+                        const u32x16 q = ((bv + add) * mul) >> shift;
                         disk_store(o + 16 * v, Isa::bytes((i32x16)q - sub));
                     }
                 } else {
                     alignas(64) std::uint16_t tmp[SW];
-                    for (int v = 0; v < NV; ++v) disk_store(tmp + 16 * v, b[v]);
+                    for (int v = 0; v < NI; ++v) disk_store(tmp + 32 * v, b[v]);
                     for (ptrdiff_t i = 0; i < L; ++i) {
                         o[i] = disk_quantise(plan.wc * static_cast<double>(tmp[i]));
                     }
@@ -1285,13 +1366,9 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
         const f64x8 rho8 = rho + f64x8{}, wc8 = wc + f64x8{};
         auto u_at = [&](const std::uint16_t* b0, const std::uint16_t* b2, ptrdiff_t i)
                         MMC_LAMBDA_INLINE {
-            i32x16 t = __builtin_convertvector(disk_load<u16x16>(b0 + i), i32x16) +
-                       __builtin_convertvector(disk_load<u16x16>(b2 + i), i32x16);
-            if constexpr (Corr) t += __builtin_convertvector(disk_load<i16x16>(ev + i), i32x16);
+            i32x16 t = Isa::u16(b0 + i) + Isa::u16(b2 + i);
+            if constexpr (Corr) t += Isa::s16(ev + i);
             return t;
-        };
-        auto s16 = [](const std::uint16_t* p) MMC_LAMBDA_INLINE {
-            return __builtin_convertvector(disk_load<i16x16>(p), i32x16);
         };
         auto emit = [&](ptrdiff_t y, ptrdiff_t pb, ptrdiff_t s0, ptrdiff_t n_out)
                         MMC_LAMBDA_INLINE {
@@ -1302,38 +1379,44 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
             const std::uint16_t* h1 = ehslot(y);
             const std::uint16_t* h2 = ehslot(y + 1);
             if constexpr (Corr) {
-                disk_tap_sum<Isa, NV>(ev, rows_base, y, pb, vpos, tn[0], vneg, tn[1]);
+                disk_tap_sum<Isa, NI>(ev, rows_base, y, pb, vpos, tn[0], vneg, tn[1]);
             }
+            f32x16 vv[NV];
             for (int t = 0; t < NV; ++t) {
                 const i32x16 ut = u_at(b0, b2, 16 * t);
-                const f32x16 vt =
-                    __builtin_convertvector(
-                        __builtin_convertvector(disk_load<u16x16>(b1 + 16 * t), i32x16), f32x16) +
-                    rhof * __builtin_convertvector(ut, f32x16);
-                disk_store(vrow + 16 * t, vt);
+                vv[t] = __builtin_convertvector(Isa::u16(b1 + 16 * t), f32x16) +
+                        rhof * __builtin_convertvector(ut, f32x16);
+                if constexpr (CT == 0) disk_store(vrow + 16 * t, vv[t]);
             }
             uint8_t* o = row_out(y, s0, n_out);
             for (int t = 0; t < NV - 1; ++t) {
                 const ptrdiff_t i = G + 16 * t;
-                f32x16 nb = disk_load<f32x16>(vrow + i - c) + disk_load<f32x16>(vrow + i + c);
-                if constexpr (Corr) {
-                    nb += __builtin_convertvector(s16(h1 + i), f32x16) +
-                          rhof * __builtin_convertvector(s16(h0 + i) + s16(h2 + i), f32x16);
+                f32x16 vc, nb;
+                if constexpr (CT > 0) {
+                    vc = disk_window<G>(vv[t], vv[t + 1]);
+                    nb = disk_window<G - CT>(vv[t], vv[t + 1]) +
+                         disk_window<G + CT>(vv[t], vv[t + 1]);
+                } else {
+                    vc = disk_load<f32x16>(vrow + i);
+                    nb = disk_load<f32x16>(vrow + i - c) + disk_load<f32x16>(vrow + i + c);
                 }
-                const f32x16 r = wcf * (disk_load<f32x16>(vrow + i) + rhof * nb);
+                if constexpr (Corr) {
+                    nb += __builtin_convertvector(Isa::s16(h1 + i), f32x16) +
+                          rhof * __builtin_convertvector(Isa::s16(h0 + i) + Isa::s16(h2 + i), f32x16);
+                }
+                const f32x16 r = wcf * (vc + rhof * nb);
                 const i32x16 q = __builtin_convertvector(r + near, i32x16);
                 if (force_double || Isa::any(q ^ __builtin_convertvector(r - near, i32x16))) {
                     // B + rho (E + rho C) in double from the exact integer sums.
                     i32x16 e = u_at(b0, b2, i) +
-                               (__builtin_convertvector(disk_load<u16x16>(b1 + i - c), i32x16) +
-                                __builtin_convertvector(disk_load<u16x16>(b1 + i + c), i32x16));
+                               (Isa::u16(b1 + i - c) + Isa::u16(b1 + i + c));
                     i32x16 k = u_at(b0, b2, i - c) + u_at(b0, b2, i + c);
                     if constexpr (Corr) {
-                        e += s16(h1 + i);
-                        k += s16(h0 + i) + s16(h2 + i);
+                        e += Isa::s16(h1 + i);
+                        k += Isa::s16(h0 + i) + Isa::s16(h2 + i);
                     }
                     const i32x16 bc =
-                        __builtin_convertvector(disk_load<u16x16>(b1 + i), i32x16);
+                        Isa::u16(b1 + i);
                     auto half = [&](i32x8 bh, i32x8 eh, i32x8 kh) MMC_LAMBDA_INLINE {
                         const f64x8 acc = __builtin_convertvector(bh, f64x8) +
                                           rho8 * (__builtin_convertvector(eh, f64x8) +
@@ -1354,19 +1437,18 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
         for (ptrdiff_t s0 = 0; s0 < row; s0 += L) {
             const ptrdiff_t pb = plan.fw * c + s0 - G;  // strip lane 0 = output sample s0 - G
             const ptrdiff_t n_out = std::min(L, row - s0);
-            u16x16 b[NV];
+            u16x32 b[NI];
             start(b, -1, pb);
-            for (int v = 0; v < NV; ++v) disk_store(bslot(-1) + 16 * v, b[v]);
+            for (int v = 0; v < NI; ++v) disk_store(bslot(-1) + 32 * v, b[v]);
             if constexpr (Corr) {
-                disk_tap_sum<Isa, NV - 1>(ehslot(-1) + G, rows_base, -1, pb + G, hpos, tn[2],
-                                          hneg, tn[3]);
+                // Over all SW lanes (the G lanes either side are not read).
+                disk_tap_sum<Isa, NI>(ehslot(-1), rows_base, -1, pb, hpos, tn[2], hneg, tn[3]);
             }
             for (ptrdiff_t k = 0; k <= h; ++k) {
                 advance(b, k, pb);
-                for (int v = 0; v < NV; ++v) disk_store(bslot(k) + 16 * v, b[v]);
+                for (int v = 0; v < NI; ++v) disk_store(bslot(k) + 32 * v, b[v]);
                 if constexpr (Corr) {
-                    disk_tap_sum<Isa, NV - 1>(ehslot(k) + G, rows_base, k, pb + G, hpos, tn[2],
-                                              hneg, tn[3]);
+                    disk_tap_sum<Isa, NI>(ehslot(k), rows_base, k, pb, hpos, tn[2], hneg, tn[3]);
                 }
                 if (k >= 2) emit(k - 2, pb, s0, n_out);
             }
@@ -1378,7 +1460,15 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
 template <class Isa>
 MMC_INLINE void disk_filter_strips(const uint8_t* src, uint8_t* dst, const Shape& s,
                                    const DiskPlan& plan) {
-    if (plan.gauss && plan.corrected()) {
+    // The common channel counts (gray, RGB) are compiled with the count fixed.
+    const bool corr = plan.corrected();
+    if (plan.gauss && s.c == 3) {
+        if (corr) disk_filter_body<Isa, kDiskGaussVecs, true, true, 3>(src, dst, s, plan);
+        else disk_filter_body<Isa, kDiskGaussVecs, true, false, 3>(src, dst, s, plan);
+    } else if (plan.gauss && s.c == 1) {
+        if (corr) disk_filter_body<Isa, kDiskGaussVecs, true, true, 1>(src, dst, s, plan);
+        else disk_filter_body<Isa, kDiskGaussVecs, true, false, 1>(src, dst, s, plan);
+    } else if (plan.gauss && corr) {
         disk_filter_body<Isa, kDiskGaussVecs, true, true>(src, dst, s, plan);
     } else if (plan.gauss) {
         disk_filter_body<Isa, kDiskGaussVecs, true, false>(src, dst, s, plan);
