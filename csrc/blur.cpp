@@ -973,11 +973,16 @@ MMC_INLINE std::vector<const uint8_t*> disk_row_map(const uint8_t* padded, ptrdi
 // strip stay in registers, the ring sums D_j of the strip sit in ring buffers of 2 h_j + 1 rows
 // (the row leaving B(y) takes the slot the row entering frees; under 20 KB at radius 8, within
 // L1), and each output row is stored as soon as B (Gaussian-free plans) or B of the next row
-// (Gaussian plans) is known. Vectors are GCC's generic vectors (16 lanes) plus a few
-// per-variant primitives. Integer steps are exact; the float32 and double steps are the same
-// operations in the same order in every variant (no contraction), so all variants agree.
-// Measured at 224 px (RGB, one thread), against the row-pass form this replaced: 130 vs 177 us
-// at (radius, alias) = (6, .3), 255 vs 330 us at (8, .5).
+// (Gaussian plans) is known. Vectors are GCC's generic vectors plus a few per-variant
+// primitives: the integer sums run on 32 uint16 lanes (one 512-bit register with AVX-512), the
+// float32 steps on 16 lanes. For one and three channels the Gaussian plans are compiled with
+// the channel count fixed, so the neighbours x -+ 1 of a row come from register shuffles
+// rather than from a row stored and read back. Integer steps are exact; the float32 and double
+// steps are the same operations in the same order in every variant (no contraction), so all
+// variants agree. Measured at 224 px (RGB, one thread), against the row-pass form this
+// replaced: 130 vs 177 us at (radius, alias) = (6, .3), 255 vs 330 us at (8, .5); against
+// 16-lane integer sums and generic widening (the previous strip form, same run, one image):
+// 61 -> 52, 127 -> 102, 117 -> 90, 172 -> 144, 252 -> 208 us for the five dermamnist levels.
 constexpr ptrdiff_t kDiskMaxChannels = 8;  // wider images are filtered one channel at a time
 // Vectors of 16 samples per strip: Gaussian-free plans 4; Gaussian plans 8 (128 lanes, 112
 // outputs; 10 measured slower with AVX-512, 6 slower with AVX2).
@@ -1028,8 +1033,9 @@ MMC_INLINE void disk_store(void* p, const V& v) {
     std::memcpy(p, &v, sizeof v);
 }
 
-// Primitives whose generic-vector forms GCC 12 lowers poorly (byte widening, float compares),
-// written once per dispatch variant; all three compute the same values.
+// Primitives whose generic-vector forms GCC 12 lowers poorly (byte and uint16 / int16
+// widening, which it splits into halves; float compares), written once per dispatch variant;
+// all three compute the same values.
 struct DiskIsaBase {
     static MMC_INLINE bool any(dv::i32x16 v) {
         std::int32_t r = 0;
