@@ -2,8 +2,10 @@
 
 Method: the same real images (``medmnistc_fast.sample.sample_images``, written once to a
 temporary ``.npz``) as PIL images in a map-style dataset whose ``__getitem__`` returns
-``(np.asarray(augment(image)), 0)``; a ``DataLoader`` (batch size 32, default collate,
-``persistent_workers`` when workers > 0, forked workers) with 0 and 2 workers, at 28 and 224 px,
+``(np.asarray(augment(image)), 0)``; a ``DataLoader`` (batch size 128, the MedMNIST v2 training
+recipe; images and labels through the default collate, the harness's own per-image records kept
+as Python lists; ``persistent_workers`` when workers > 0, forked workers) with 0 and 2 workers,
+at 28 and 224 px,
 for an RGB-heavy (pathmnist), an RGB-wide (dermamnist) and a gray (chestmnist) dataset.
 Ours is ``medmnistc_fast.augment.AugMedMNISTC(flag, seed=0).warm_up()``, the reference
 ``medmnistc.augmentation.AugMedMNISTC(CORRUPTIONS_DS[flag])`` (medmnistc 0.1.0, in its own
@@ -54,7 +56,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DATASETS = ("pathmnist", "dermamnist", "chestmnist")
 SIZES = (28, 224)
 WORKERS = (0, 2)
-BATCH = 32
+#: Images per batch: MedMNIST v2's training recipe (Yang et al., Scientific Data 10:41, 2023,
+#: "Adam ... batch size of 128").
+BATCH = 128
 
 
 # ---------------------------------------------------------------------------------------------
@@ -86,7 +90,7 @@ def _make_transform(impl: str, flag: str):
 
 
 class _AugDataset:
-    """PIL images through a transform; returns (uint8 array, failed flag)."""
+    """PIL images through a transform; returns (uint8 array, label 0, failed flag, CPU s)."""
 
     def __init__(self, images, transform, catch: bool):
         from PIL import Image
@@ -105,7 +109,7 @@ class _AugDataset:
         t0 = time.thread_time()
         if not self.catch:
             out = np.asarray(self.transform(img))
-            return out, 0, time.thread_time() - t0
+            return out, 0, 0, time.thread_time() - t0
         try:
             out = self.transform(img)
             failed = 0
@@ -115,7 +119,16 @@ class _AugDataset:
         cpu = time.thread_time() - t0
         if out.shape != np.asarray(img).shape:  # the reference's wrong-shape outputs, counted
             out, failed = np.asarray(img), 1
-        return out, failed, cpu
+        return out, 0, failed, cpu
+
+
+def _collate(batch):
+    """(images, labels) as a training loader collates them; the harness's per-image records
+    (failure flag, CPU seconds) as plain lists, so that they add no tensors to the transfer."""
+    from torch.utils.data import default_collate
+
+    return (default_collate([(b[0], b[1]) for b in batch]), [b[2] for b in batch],
+            [b[3] for b in batch])
 
 
 def run_side(impl: str, src: str, dst: str, repeats: int, configs) -> None:
@@ -138,15 +151,15 @@ def run_side(impl: str, src: str, dst: str, repeats: int, configs) -> None:
         t_setup = time.perf_counter()
         ds = _AugDataset(images, _make_transform(impl, flag), catch=impl == "reference")
         loader = DataLoader(ds, batch_size=BATCH, num_workers=workers,
-                            persistent_workers=workers > 0)
+                            persistent_workers=workers > 0, collate_fn=_collate)
         setup = time.perf_counter() - t_setup
         epochs, fails, cpu = [], 0, []
         for e in range(repeats + 1):
             t0 = time.perf_counter()
-            for _x, failed, cpu_s in loader:
-                fails += int(failed.sum())
+            for _xy, failed, cpu_s in loader:
+                fails += sum(failed)
                 if e:
-                    cpu.extend(cpu_s.tolist())
+                    cpu.extend(cpu_s)
             epochs.append(time.perf_counter() - t0)
         epochs[0] += setup  # transform construction (ours: warm_up) counts as warm-up
         del loader
