@@ -1031,14 +1031,15 @@ class EpochSampler:
     Raises
     ------
     TypeError
-        ``sampler`` neither an iterable nor an int; ``epoch`` not an int; iterating raises
-        TypeError when the sampler yields a non-int.
+        ``sampler`` neither an iterable nor an int, or a str / bytes; ``epoch`` not an int;
+        iterating raises TypeError when the sampler yields a non-int.
     ValueError
         Negative ``sampler`` int or ``epoch``.
     """
 
     def __init__(self, sampler, epoch: int = 0):
-        if not _is_int(sampler) and not isinstance(sampler, Iterable):
+        if not _is_int(sampler) and (not isinstance(sampler, Iterable)
+                                     or isinstance(sampler, (str, bytes))):
             raise TypeError("sampler must be an iterable of indices (e.g. a torch Sampler) or an "
                             f"int n (meaning range(n)); got {sampler!r}")
         self.sampler = range(check_nonneg_int(sampler, "sampler")) if _is_int(sampler) else sampler

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._validation import as_hwc, check_nonneg_int, check_positive, check_seed, to_float
+from ._validation import _is_int, as_hwc, check_nonneg_int, check_positive, check_seed, to_float
 from .corruptions import KINDS
 from .corruptions.pathology import hsv_shift, marking, pathology_bubble
 from .rng import key_from_seed
@@ -408,6 +408,8 @@ def stain_deposit(image, x, y, ink, *, ink_side: int = 24, side: int | None = No
     _same_length(x=xs, y=ys, ink=inks)
     if inks.size and inks.max() > 9:
         raise ValueError(f"ink must hold mask indices 0..9; got {ink!r}")
+    if not _is_int(ink_side):
+        raise TypeError(f"ink_side must be an int, one of 12, 16, 24, 32, 42; got {ink_side!r}")
     if ink_side not in (12, 16, 24, 32, 42):
         raise ValueError(f"ink_side must be one of 12, 16, 24, 32, 42; got {ink_side!r}")
     s = ink_side if side is None else check_positive(side, "side", integer=True,
@@ -456,9 +458,15 @@ def characters(image, texts, x, y, colors, *, font_size: float = 6.3) -> np.ndar
             or not all(isinstance(t, str) for t in texts)):
         raise TypeError(f"texts must be a sequence (list, tuple) of str; got {texts!r}")
     xs, ys = _int_array(x, "x"), _int_array(y, "y")
-    cols = np.asarray(colors)
-    if cols.ndim != 2 or cols.shape[1:] != (3,) or not np.issubdtype(cols.dtype, np.integer) \
-            or (cols.size and (cols.min() < 0 or cols.max() > 255)):
+    try:
+        cols = np.asarray(colors)
+    except (TypeError, ValueError):
+        raise TypeError(f"colors must be (n, 3) ints in 0..255; got {colors!r}") from None
+    if cols.size and not np.issubdtype(cols.dtype, np.integer):
+        raise TypeError(f"colors must be (n, 3) ints in 0..255; got {colors!r} "
+                        f"(dtype {cols.dtype})")
+    if cols.ndim != 2 or cols.shape[1:] != (3,) \
+            or (cols.size and (int(cols.min()) < 0 or int(cols.max()) > 255)):
         raise ValueError(f"colors must be (n, 3) ints in 0..255; got {colors!r}")
     _same_length(texts=texts, x=xs, y=ys, colors=cols)
     size = check_positive(font_size, "font_size", upper=MAX_RADIUS)

@@ -607,14 +607,15 @@ def test_keyed_index_bound_matches_corrupt():
 def test_folds_and_sampler_types_checked_up_front():
     with pytest.raises(TypeError, match="folds must be a fold name or a sequence"):
         AugMedMNISTC("pathmnist", folds=3)
-    with pytest.raises(TypeError, match="sampler must be an iterable of indices"):
-        EpochSampler(3.5)
+    for sampler in (3.5, "abc", b"ab"):  # a string is iterable, but never of indices
+        with pytest.raises(TypeError, match="sampler must be an iterable of indices"):
+            EpochSampler(sampler)
 
 
 def test_epoch_sampler_refuses_non_integer_indices():
     """A float index used to be truncated silently (1.7 -> 1), a string to fail in int()."""
     assert list(EpochSampler([np.int64(2), 0], epoch=3)) == [(2, 3), (0, 3)]
     assert all(type(i) is int for i, _ in EpochSampler(np.arange(3)))
-    for sampler in ([1.7], "ab", [None]):
+    for sampler in ([1.7], ["a"], [None]):
         with pytest.raises(TypeError, match="sampler must yield int indices"):
             list(EpochSampler(sampler))

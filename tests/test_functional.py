@@ -88,6 +88,9 @@ def test_argument_errors(call, match, rgb224):
     (lambda x: F.saturate(x, "0.1"), "shift must be a real number"),
     (lambda x: F.black_corner(x, 2.5), "radius must be a non-negative int"),
     (lambda x: F.bubble(x, [1], [1], [3], border=2.0), "border must be a non-negative int"),
+    (lambda x: F.stain_deposit(x, [1], [3], [0], ink_side=24.0), "ink_side must be an int"),
+    (lambda x: F.characters(x, ["abc"], [1], [1], [[0.0, 0.0, 0.0]]), "colors must be"),
+    (lambda x: F.characters(x, ["abc"], [1], [1], [["red", 0, 0]]), "colors must be"),
     (lambda x: F.characters(x, (t for t in ["abc"]), [1], [1], [[0, 0, 0]]),
      "texts must be a sequence"),
     # float() used to accept these items silently
