@@ -81,7 +81,7 @@ def set_num_threads(n: int | None) -> None:
 
     Parameters
     ----------
-    n : int >= 1, or None
+    n : int in 1..1024 (``MAX_THREADS``), or None
         None restores the default: the environment variable ``MEDMNISTC_FAST_NUM_THREADS`` if
         set, else ``os.cpu_count()``.
 
@@ -90,7 +90,7 @@ def set_num_threads(n: int | None) -> None:
     TypeError
         ``n`` not an int (bools included) or None.
     ValueError
-        ``n`` below 1.
+        ``n`` below 1 or above 1024.
     """
     _state["threads"] = None if n is None else _check_threads(n, "n of set_num_threads")
 
@@ -100,15 +100,15 @@ def get_num_threads() -> int:
 
     Returns
     -------
-    int >= 1
+    int in 1..1024
         The value of :func:`set_num_threads`, else the environment variable
-        ``MEDMNISTC_FAST_NUM_THREADS``, else ``os.cpu_count()``. (``corrupt_batch`` still runs
+        ``MEDMNISTC_FAST_NUM_THREADS``, else ``os.cpu_count()`` (at most 1024). (``corrupt_batch`` still runs
         images under 96 x 96 pixels on one thread unless ``num_threads`` is given.)
 
     Raises
     ------
     ValueError
-        ``MEDMNISTC_FAST_NUM_THREADS`` is set to something other than an int >= 1.
+        ``MEDMNISTC_FAST_NUM_THREADS`` is set to something other than an int in 1..1024.
     """
     if _state["threads"] is not None:
         return _state["threads"]
@@ -117,16 +117,22 @@ def get_num_threads() -> int:
         try:
             return _check_threads(int(env))
         except ValueError:
-            raise ValueError(f"environment variable {_ENV_THREADS} must be an int >= 1; "
-                             f"got {env!r}") from None
-    return os.cpu_count() or 1
+            raise ValueError(f"environment variable {_ENV_THREADS} must be an int in "
+                             f"1..{MAX_THREADS}; got {env!r}") from None
+    return min(os.cpu_count() or 1, MAX_THREADS)
+
+
+#: Upper bound on a thread count: far above any CPU's core count, and low enough that a typo
+#: (10**6) is refused instead of starting that many threads.
+MAX_THREADS = 1024
 
 
 def _check_threads(n, name: str = "num_threads") -> int:
     if not _is_int(n):
-        raise TypeError(f"{name} must be an int >= 1; got {n!r} ({type(n).__name__})")
-    if int(n) < 1:
-        raise ValueError(f"{name} must be an int >= 1; got {n!r}")
+        raise TypeError(f"{name} must be an int in 1..{MAX_THREADS}; got {n!r} "
+                        f"({type(n).__name__})")
+    if not 1 <= int(n) <= MAX_THREADS:
+        raise ValueError(f"{name} must be an int in 1..{MAX_THREADS}; got {n!r}")
     return int(n)
 
 
@@ -261,7 +267,7 @@ def corrupt_batch(images, corruption, severity, *, dataset, seed=None, start=0,
         As in :func:`corrupt`.
     start : int >= 0
         Dataset index of ``images[0]``; ``start + N - 1`` must stay below 2**63.
-    num_threads : int >= 1 or None
+    num_threads : int in 1..1024 or None
         Threads to spread the images over (kernels release the GIL). None uses
         :func:`get_num_threads`, except for images under 96 x 96 pixels, which run on one
         thread: there the per-image Python work holds the GIL and a second thread slowed

@@ -899,7 +899,7 @@ class AugMedMNISTC:
             Default: stream mode (one draw per image, in order).
         epoch : int >= 0, optional
             Epoch for keyed mode (default 0).
-        num_threads : int >= 1, optional
+        num_threads : int in 1..1024, optional
             Threads to spread the images over (kernels release the GIL); the result does not
             depend on it. Default :func:`medmnistc_fast.get_num_threads`.
 

@@ -81,7 +81,7 @@ def test_bad_seed_index(name, value, rgb224):
 def test_bad_batch_args(rgb224):
     with pytest.raises(ValueError, match="start must be a non-negative int"):
         mf.corrupt_batch(rgb224, "pixelate", 1, dataset="pathmnist", start=-1)
-    with pytest.raises(ValueError, match="num_threads must be an int >= 1"):
+    with pytest.raises(ValueError, match=r"num_threads must be an int in 1\.\.1024"):
         mf.corrupt_batch(rgb224, "pixelate", 1, dataset="pathmnist", num_threads=0)
     with pytest.raises(ValueError, match=r"looks like one \(H, W, C\) image"):
         mf.corrupt_batch(rgb224[0], "pixelate", 1, dataset="pathmnist")
@@ -146,7 +146,7 @@ def test_index_bounds(rgb224):
         mf.corrupt_batch(np.zeros((2, 9, 9, 2), np.uint8), "pixelate", 1, dataset="pathmnist")
     with pytest.raises(ValueError, match="start must be a non-negative int <="):
         mf.corrupt_batch(rgb224, "gaussian_noise", 1, dataset="dermamnist", start=2**63 - 1)
-    with pytest.raises(ValueError, match="num_threads must be an int >= 1"):
+    with pytest.raises(ValueError, match=r"num_threads must be an int in 1\.\.1024"):
         mf.corrupt_batch(rgb224, "pixelate", 1, dataset="pathmnist", num_threads=-1)
 
 
@@ -166,8 +166,18 @@ def test_num_threads_control(monkeypatch):
         mf.get_num_threads()
     with pytest.raises(TypeError, match="^n of set_num_threads must be an int"):
         mf.set_num_threads(1.5)
-    with pytest.raises(ValueError, match="^n of set_num_threads must be an int >= 1"):
+    with pytest.raises(ValueError, match=r"^n of set_num_threads must be an int in 1\.\.1024"):
         mf.set_num_threads(0)
+    # A typo such as 10**6 is refused rather than starting a million threads.
+    for n in (1025, 10**6):
+        with pytest.raises(ValueError, match=r"^n of set_num_threads must be an int in 1\.\.1024"):
+            mf.set_num_threads(n)
+        with pytest.raises(ValueError, match=r"num_threads must be an int in 1\.\.1024"):
+            mf.corrupt_batch(np.zeros((2, 8, 8), np.uint8), "pixelate", 1, dataset="chestmnist",
+                             num_threads=n)
+    monkeypatch.setenv("MEDMNISTC_FAST_NUM_THREADS", "5000")
+    with pytest.raises(ValueError, match="MEDMNISTC_FAST_NUM_THREADS must be an int in 1..1024"):
+        mf.get_num_threads()
 
 
 def test_keys_follow_documented_rule():
