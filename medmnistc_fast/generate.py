@@ -1126,7 +1126,7 @@ def _load_manifest(path: str):
     try:
         with open(path, encoding="utf-8") as f:
             m = json.load(f)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # none there (or no folder to hold one)
         return None
     except (OSError, ValueError):
         return {}  # unreadable: treat as foreign
@@ -1743,7 +1743,11 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     try:
         for run in runs:
             created = _first_missing(run.dir)
-            os.makedirs(run.dir, exist_ok=True)
+            try:
+                os.makedirs(run.dir, exist_ok=True)
+            except OSError as exc:
+                raise type(exc)(exc.errno, f"cannot create the output folder {run.dir!r} (out="
+                                f"{os.fspath(out)!r}): {exc.strerror}") from None
             with _dir_lock(run.dir):
                 try:
                     removed = _clean_temps(run.dir)

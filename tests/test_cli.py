@@ -294,6 +294,21 @@ def test_bad_inputs_exit_2_one_line(tmp_path, capsys, extra, write, msg):
     assert not out.exists()
 
 
+def test_uncreatable_out_is_named(tmp_path, capsys):
+    """An --out that cannot be created (here: under a regular file) is one error line naming
+    the folder and the --out given; the message used to give only the OS error."""
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("not a folder")
+    out = blocker / "out"
+    code = main(["generate", "--sample", "--sample-n", "2", "--dataset", "pathmnist",
+                 "--corruptions", "pixelate", "--out", str(out), "--workers", "1", "-q"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, lines
+    assert "cannot create the output folder" in lines[0]
+    assert f"out={str(out)!r}" in lines[0]
+    assert blocker.read_text() == "not a folder"
+
+
 def test_missing_file_message_and_no_traceback(tmp_path):
     r = run_cli("generate", "--dataset", "octmnist", "--root", str(tmp_path), "--size", "64",
                 "--out", str(tmp_path / "out"))
