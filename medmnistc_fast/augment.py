@@ -410,12 +410,17 @@ class _Adapter(NamedTuple):
 
 def _read_pil(image, name: str):
     """Pixels of a PIL image of mode 'L' or 'RGB' as a new uint8 array (H, W, 1 or 3)
-    (:func:`medmnistc_fast.corruptions.digital.from_pil`)."""
+    (:func:`medmnistc_fast.corruptions.digital.from_pil`); H, W >= MIN_SIDE."""
     mode = image.mode
     if mode not in ("L", "RGB"):
         raise ValueError(f"{name} (a PIL image) must have mode 'L' or 'RGB'; got mode "
                          f"{mode!r} (convert it first, e.g. image.convert('RGB'))")
-    return digital.from_pil(image, 1 if mode == "L" else 3)
+    hwc = digital.from_pil(image, 1 if mode == "L" else 3)
+    h, w, _ = hwc.shape
+    if h < MIN_SIDE or w < MIN_SIDE:
+        raise ValueError(f"{name} must be at least {MIN_SIDE} x {MIN_SIDE} pixels; "
+                         f"got {h} x {w}")
+    return hwc
 
 
 def _to_array(image, name: str, batched: bool):
@@ -438,9 +443,6 @@ def _to_array(image, name: str, batched: bool):
     if not batched and _is_pil(image):
         hwc = _read_pil(image, name)
         h, w, _ = hwc.shape
-        if h < MIN_SIDE or w < MIN_SIDE:
-            raise ValueError(f"{name} must be at least {MIN_SIDE} x {MIN_SIDE} pixels; "
-                             f"got {h} x {w}")
         shape = (h, w) if image.mode == "L" else (h, w, 3)
         return hwc, _Adapter("pil", shape, np.uint8, image.mode, False, True)
     if _is_tensor(image):
@@ -648,18 +650,22 @@ class AugMedMNISTC:
         self._gen = None
         self._owner = None
         self._stream_pid = None
-        # Per-choice draw and apply functions (closures over kinds, which do not pickle):
-        # rebuilt lazily in each process, never pickled (__getstate__).
+        # Per-choice draw and apply functions (closures over kinds, which do not pickle) and
+        # the choice table of _draw_apply_one: rebuilt lazily in each process, never pickled
+        # (__getstate__).
         self._fast = None
+        self._pick = None
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_fast"] = None
+        state["_pick"] = None
         return state
 
     def __setstate__(self, state: dict) -> None:
         state.setdefault("_stream_pid", None)  # objects pickled before these attributes existed
         state.setdefault("_fast", None)
+        state["_pick"] = None
         self.__dict__.update(state)
 
     def _plans(self) -> dict:
@@ -671,6 +677,18 @@ class AugMedMNISTC:
                     for name in self._names}
             self._fast = fast
         return fast
+
+    def _picks(self) -> list:
+        """Choice table of :meth:`_draw_apply_one`: entry ``i`` (``0 <= i <= len(choices)``,
+        the values of ``bisect_right(cdf, u)``) is None for identity, else ``(draw, run)`` of
+        ``choices[min(i, len(choices) - 1)]`` (the choice :meth:`_draw_ops` picks for ``u``)."""
+        pick = self._pick
+        if pick is None:
+            plans, last = self._plans(), len(self.choices) - 1
+            names = [self.choices[min(i, last)] for i in range(len(self.choices) + 1)]
+            pick = [None if name == IDENTITY else plans[name] for name in names]
+            self._pick = pick
+        return pick
 
     # -- randomness ---------------------------------------------------------------------------
 
@@ -739,6 +757,18 @@ class AugMedMNISTC:
             param = plans[name][0](g)
             ops.append(_new_op(Op, (name, param, _draw_key(g))))
         return tuple(ops)
+
+    def _draw_apply_one(self, hwc: np.ndarray, g: np.random.Generator) -> np.ndarray:
+        """``_apply_hwc(hwc, _draw_ops(g), copy=False)`` for ``n_ops == 1``, without the Op
+        tuples: the same draws in the same order (the choice's uniform, then its parameter,
+        then its key) and the same runner. Returns ``hwc`` itself for identity."""
+        pick = self._pick or self._picks()
+        entry = pick[bisect.bisect_right(self._cdf_list, g.random())]
+        if entry is None:
+            return hwc
+        draw, run = entry
+        param = draw(g)
+        return run(hwc, param, g.bit_generator.random_raw())  # the key: see _draw_key
 
     def draw(self, *, index=None, epoch=None) -> tuple:
         """Draw the operations of one call without applying them.
@@ -882,6 +912,12 @@ class AugMedMNISTC:
             outside [0, 1] or not finite, negative index/epoch, epoch without index.
         """
         g = self._stream() if index is None and epoch is None else self._generator(index, epoch)
+        if self.n_ops == 1 and _is_pil(image):
+            # The common training case, shortened: _to_array's PIL branch without the adapter,
+            # _draw_apply_one, then _from_array's PIL branch (the array is private to the call).
+            hwc = _read_pil(image, "image")
+            out = self._draw_apply_one(hwc, g)
+            return digital.pil_from_buffer(np.ascontiguousarray(out), image.mode)
         hwc, ad = _to_array(image, "image", batched=False)
         return _from_array(self._apply_hwc(hwc, self._draw_ops(g), not ad.owned), ad)
 
