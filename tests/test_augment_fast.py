@@ -218,3 +218,46 @@ def test_pickled_transform_keeps_stream_and_rebuilds_plans():
     assert copy._fast is None
     for _ in range(20):
         np.testing.assert_array_equal(copy(x), aug(x))
+
+
+@pytest.mark.parametrize("mode", ["L", "RGB"])
+def test_fast_pil_images_behave_like_frombuffer(mode):
+    """pil_from_buffer's own construction (digital._map_gray / _map_rgb, with an instance
+    tobytes) against Image.frombuffer and Pillow's own Image.tobytes: bytes in every raw form,
+    np.asarray, flags, writes (reaching the image, never the array), copies and pickling."""
+    assert digital._fast_ok(mode)
+    c = 1 if mode == "L" else 3
+    arr = _img(33, 21, c, seed=4)
+    keep = arr.copy()
+    got = digital.pil_from_buffer(arr, mode)
+    want = Image.frombuffer(mode, (21, 33), arr, "raw", mode, 0, 1)
+    assert type(got) is Image.Image and got.mode == mode and got.size == (21, 33)
+    assert got.readonly == want.readonly
+    plain = Image.Image.tobytes
+    for args in ((), ("raw",), ("raw", mode)):
+        assert got.tobytes(*args) == plain(got, *args) == want.tobytes(*args)
+    other = ("raw", "L;16") if mode == "L" else ("raw", "BGR")  # not the fast form: Pillow's
+    assert got.tobytes(*other) == want.tobytes(*other)
+    a = np.asarray(got)
+    assert np.array_equal(a, arr.reshape(a.shape)) and not a.flags.writeable
+    assert np.array_equal(np.array(got), np.array(want)) and np.array(got).flags.writeable
+    back = pickle.loads(pickle.dumps(got))
+    assert type(back) is Image.Image and back.tobytes() == want.tobytes()
+    assert got.copy().tobytes() == want.tobytes()
+    assert got == want
+    # A write: the image changes (and its bytes with it), the array does not.
+    value = 7 if mode == "L" else (7, 8, 9)
+    got.putpixel((3, 2), value)
+    assert got.getpixel((3, 2)) == value
+    assert got.tobytes() == plain(got) and np.asarray(got)[2, 3].tolist() == (
+        [7, 8, 9] if mode == "RGB" else 7)
+    np.testing.assert_array_equal(arr, keep)
+
+
+def test_pil_from_buffer_falls_back_to_frombuffer(monkeypatch):
+    monkeypatch.setattr(digital, "_FAST", {"L": False, "RGB": False})
+    for mode, c in (("L", 1), ("RGB", 3)):
+        arr = _img(12, 10, c)
+        got = digital.pil_from_buffer(arr, mode)
+        assert "tobytes" not in vars(got)
+        assert got.tobytes() == Image.fromarray(arr[..., 0] if c == 1 else arr).tobytes()
