@@ -261,3 +261,14 @@ def test_pil_from_buffer_falls_back_to_frombuffer(monkeypatch):
         got = digital.pil_from_buffer(arr, mode)
         assert "tobytes" not in vars(got)
         assert got.tobytes() == Image.fromarray(arr[..., 0] if c == 1 else arr).tobytes()
+
+
+def test_fast_rgb_tobytes_without_arrow_export(monkeypatch):
+    """Without a usable Arrow export the RGB image's tobytes falls back to Pillow's own (and
+    np.asarray, which calls tobytes, does not recurse through from_pil's np.array fallback)."""
+    arr = _img(9, 14, 3, seed=2)
+    got = digital._map_rgb(arr, (14, 9))
+    monkeypatch.setattr(Image.Image, "__arrow_c_array__", None, raising=False)
+    assert got.tobytes() == Image.fromarray(arr).tobytes()
+    np.testing.assert_array_equal(np.asarray(got), arr)
+    np.testing.assert_array_equal(digital.from_pil(got, 3), arr)

@@ -35,20 +35,25 @@ def from_pil(pil: Image.Image, channels: int) -> np.ndarray:
     give the bytes of ``pil.tobytes()`` (``np.array`` goes through ``tobytes`` and copies again:
     6 us instead of 2.5 at 224 x 224 gray, 25 instead of 5.5 for RGB).
     """
+    arr = _arrow_pixels(pil)
+    if arr is None:
+        arr = np.array(pil)  # a writable copy; the image is 8-bit L or RGB
+    h, w = arr.shape[0], arr.shape[1]
+    return arr if arr.ndim == 3 and arr.shape[2] == channels else arr.reshape(h, w, channels)
+
+
+def _arrow_pixels(pil: Image.Image):
+    """New uint8 (H, W, 1 or 3) pixels of an "L" or "RGB" image read through its Arrow export,
+    or None when the export is missing, fails or has another layout."""
     w, h = pil.size
     export = getattr(pil, "__arrow_c_array__", None)
-    if export is not None and h > 0 and w > 0 and pil.mode in ("L", "RGB"):
-        try:
-            capsules = export()
-        except (ValueError, TypeError, NotImplementedError):  # e.g. rows not contiguous
-            capsules = None
-        if capsules is not None:
-            c = 1 if pil.mode == "L" else 3
-            arr = _native.pil_pixels(capsules[0], capsules[1], h, w, c)
-            if arr is not None:
-                return arr if c == channels else arr.reshape(h, w, channels)
-    arr = np.array(pil)  # a writable copy; the image is 8-bit L or RGB
-    return arr.reshape(arr.shape[0], arr.shape[1], channels)
+    if export is None or h <= 0 or w <= 0 or pil.mode not in ("L", "RGB"):
+        return None
+    try:
+        capsules = export()
+    except (ValueError, TypeError, NotImplementedError):  # e.g. rows not contiguous
+        return None
+    return _native.pil_pixels(capsules[0], capsules[1], h, w, 1 if pil.mode == "L" else 3)
 
 
 def pil_from_buffer(arr: np.ndarray, mode: str) -> Image.Image:
@@ -111,7 +116,7 @@ def _map_rgb(arr: np.ndarray, size: tuple) -> Image.Image:
     4-byte stride); the buffer is writable and referenced by the image only, so the image owns
     it as an image from ``frombuffer`` owns its memory (writable, ``readonly`` 0). Its instance
     ``tobytes`` (:class:`_FastBytes`) packs the raw "RGB" bytes from the image's current pixels
-    through the Arrow export (:func:`from_pil`, about 9 us instead of 22 at 224 x 224). Only
+    through the Arrow export (:func:`_arrow_pixels`, about 9 us instead of 22 at 224 x 224). Only
     used after :func:`_fast_ok` checked it against ``frombuffer``.
     """
     core = Image.core.map_buffer(_native.rgbx_pixels(arr), size, "raw", 0, ("RGB", 0, 1))
@@ -125,9 +130,10 @@ class _FastBytes:
 
     For the raw encoding in the image's own mode (``tobytes()``, ``tobytes("raw")``,
     ``tobytes("raw", mode)``): "L" while the image still holds the core mapped on ``arr``,
-    ``arr.tobytes()``; "RGB", the pixels read through the Arrow export (:func:`from_pil`). In
+    ``arr.tobytes()``; "RGB", the pixels read through the Arrow export (:func:`_arrow_pixels`). In
     every other case (other encoder or raw mode; an "L" image that copied its pixels on a write,
-    ``Image._ensure_mutable`` replacing the core) Pillow's own ``Image.tobytes``. Holds the image
+    ``Image._ensure_mutable`` replacing the core; no usable Arrow export) Pillow's own
+    ``Image.tobytes``. Holds the image
     by a weak reference (no reference cycle through the image's ``__dict__``).
     """
 
@@ -148,7 +154,9 @@ class _FastBytes:
                 if image._im is self._core:
                     return self._arr.tobytes()
             elif mode == "RGB":
-                return from_pil(image, 3).tobytes()
+                pixels = _arrow_pixels(image)  # not from_pil: its fallback calls tobytes
+                if pixels is not None:
+                    return pixels.tobytes()
         return Image.Image.tobytes(image, encoder_name, *args)
 
 
