@@ -205,6 +205,26 @@ def test_all_types_agree(rgb224):
         assert np.array_equal(np.floor(f * 255 + 0.5).astype(np.uint8), ref)
 
 
+@pytest.mark.parametrize("dataset, rgb", [("chestmnist", False), ("dermamnist", True)])
+def test_pil_calls_draw_like_arrays(dataset, rgb):
+    """One operation per call on a PIL image takes a shorter path (no Op tuples, no adapter);
+    it must draw the same choices, parameters and keys as the array path, in stream and keyed
+    mode, and leave the stream where the array path leaves it."""
+    x = _image(40, rgb, seed=3, width=36)
+    pil = Image.fromarray(x)
+    a, b = AugMedMNISTC(dataset, seed=11), AugMedMNISTC(dataset, seed=11)
+    seen = set()
+    for i in range(120):  # 120 calls meet every choice, identity included, with near certainty
+        got = np.asarray(a(pil))
+        want = b(x)
+        assert np.array_equal(got, want), i
+        seen.add(bool(np.array_equal(want, x)))
+        assert np.array_equal(np.asarray(a(pil, index=i, epoch=2)), b(x, index=i, epoch=2))
+    assert seen == {True, False}  # identity and real corruptions were both drawn
+    assert a.draw() == b.draw()
+    assert np.array_equal(pil, x)  # the input image is untouched
+
+
 def test_gray_shapes_kept(gray224):
     aug = AugMedMNISTC("organamnist", seed=0)
     x = gray224[0]
