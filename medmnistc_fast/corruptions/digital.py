@@ -133,8 +133,8 @@ class _FastBytes:
     ``arr.tobytes()``; "RGB", the pixels read through the Arrow export (:func:`_arrow_pixels`). In
     every other case (other encoder or raw mode; an "L" image that copied its pixels on a write,
     ``Image._ensure_mutable`` replacing the core; no usable Arrow export) Pillow's own
-    ``Image.tobytes``. Holds the image
-    by a weak reference (no reference cycle through the image's ``__dict__``).
+    ``Image.tobytes``. Holds the image by a weak reference (no reference cycle through the
+    image's ``__dict__``).
     """
 
     __slots__ = ("_image", "_core", "_arr")
