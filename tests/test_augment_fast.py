@@ -272,3 +272,47 @@ def test_fast_rgb_tobytes_without_arrow_export(monkeypatch):
     assert got.tobytes() == Image.fromarray(arr).tobytes()
     np.testing.assert_array_equal(np.asarray(got), arr)
     np.testing.assert_array_equal(digital.from_pil(got, 3), arr)
+
+
+@pytest.mark.parametrize("mode", ["L", "RGB"])
+def test_fast_pil_tobytes_outlives_the_image(mode):
+    """tobytes works as Pillow's bound method does when the image is gone by the call:
+    ``f(x).tobytes()`` (CPython drops the temporary image between the attribute lookup and the
+    call) and a stored ``fn = image.tobytes`` after ``del image`` (with the image's final pixels,
+    a write included); and the images are still freed by reference counting alone (no
+    reference cycle for gc to find)."""
+    import gc
+
+    c = 1 if mode == "L" else 3
+    arr = _img(17, 11, c, seed=6)
+    want = Image.frombuffer(mode, (11, 17), arr, "raw", mode, 0, 1)
+    assert digital._fast_ok(mode)
+    assert digital.pil_from_buffer(arr, mode).tobytes() == want.tobytes()
+    assert digital.pil_from_buffer(arr, mode).tobytes("raw", mode) == want.tobytes()
+    other = "L;16" if mode == "L" else "RGBX"  # another raw mode: Pillow's own packer
+    assert digital.pil_from_buffer(arr, mode).tobytes("raw", other) == want.tobytes("raw", other)
+    src = Image.fromarray(arr[..., 0] if c == 1 else arr)
+    aug = AugMedMNISTC("pneumoniamnist" if c == 1 else "bloodmnist", seed=3)
+    for i in range(5):
+        assert aug(src, index=i).tobytes() == Image.Image.tobytes(aug(src, index=i))
+    got = digital.pil_from_buffer(arr, mode)
+    want_fn = want.tobytes
+    for im in (got, want):
+        im.putpixel((3, 2), 7 if mode == "L" else (7, 8, 9))
+    fn = got.tobytes
+    del got, want
+    assert fn() == want_fn() and fn("raw", other) == want_fn("raw", other)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        gc.collect()
+        for i in range(20):
+            im = digital.pil_from_buffer(_img(9, 8, c, seed=i), mode)
+            im.tobytes()
+            if i % 2:
+                im.putpixel((0, 0), 1 if mode == "L" else (1, 1, 1))
+            del im
+        assert gc.collect() == 0
+    finally:
+        if enabled:
+            gc.enable()
