@@ -63,12 +63,11 @@ def pil_from_buffer(arr: np.ndarray, mode: str) -> Image.Image:
     memory, no copy; writes to the image go to a private copy, never to ``arr``, except
     ``Image.frombytes``, which writes into the mapped memory as on ``frombuffer``'s) or
     (H, W, 3) for "RGB" (a writable image on a private copy: Pillow stores RGB in 4 bytes per
-    pixel). The image
-    is ``Image.frombuffer(mode, size, arr, "raw", mode, 0, 1)``'s, built faster by
-    :func:`_map_gray` / :func:`_map_rgb` when that construction passed its check against
-    ``frombuffer`` in this process (:func:`_fast_ok`): at 224 x 224 about 1.8 us instead of 3.1
-    (L) and 6 instead of 23 (RGB), and ``np.asarray`` of the image 3 us instead of 6 (L) and
-    about 10 instead of 24 (RGB).
+    pixel). The image is ``Image.frombuffer(mode, size, arr, "raw", mode, 0, 1)``'s, built
+    faster by :func:`_map_gray` / :func:`_map_rgb` when that construction passed its check
+    against ``frombuffer`` in this process (:func:`_fast_ok`): at 224 x 224 about 1.8 us
+    instead of 3.1 (L) and 6 instead of 23 (RGB), and ``np.asarray`` of the image 3 us instead
+    of 6 (L) and about 10 instead of 24 (RGB).
     """
     size = (arr.shape[1], arr.shape[0])
     if mode == "L" and _fast_ok("L"):
