@@ -768,7 +768,7 @@ class AugMedMNISTC:
             return hwc
         draw, run = entry
         param = draw(g)
-        return run(hwc, param, g.bit_generator.random_raw())  # the key: see _draw_key
+        return run(hwc, param, _draw_key(g))
 
     def draw(self, *, index=None, epoch=None) -> tuple:
         """Draw the operations of one call without applying them.
