@@ -985,7 +985,8 @@ MMC_INLINE std::vector<const uint8_t*> disk_row_map(const uint8_t* padded, ptrdi
 // 61 -> 52, 127 -> 102, 117 -> 90, 172 -> 144, 252 -> 208 us for the five dermamnist levels.
 constexpr ptrdiff_t kDiskMaxChannels = 8;  // wider images are filtered one channel at a time
 // Vectors of 16 samples per strip: Gaussian-free plans 4; Gaussian plans 8 (128 lanes, 112
-// outputs; 10 measured slower with AVX-512, 6 slower with AVX2).
+// outputs; 10 measured slower with AVX-512, 6 slower with AVX2). With the 32-lane integer sums,
+// 8 for the Gaussian-free plans and 12 for the Gaussian ones measured no faster.
 constexpr int kDiskFreeVecs = 4, kDiskGaussVecs = 8;
 
 namespace dv {
@@ -1165,8 +1166,8 @@ struct DiskTapOff {
 };
 
 // out = sum of the pos taps - sum of the neg taps around row y (rows: padded row of every row
-// index; pb: padded sample of lane 0), over NV vectors, modulo 2^16: an int16 sum (the plan
-// keeps both lists at most 128 taps).
+// index; pb: padded sample of lane 0), over NI vectors of 32 lanes, modulo 2^16: an int16 sum
+// (the plan keeps both lists at most 128 taps).
 template <class Isa, int NI>
 MMC_INLINE void disk_tap_sum(std::uint16_t* out, const uint8_t* const* rows, ptrdiff_t y,
                              ptrdiff_t pb, const DiskTapOff* pos, ptrdiff_t npos,
@@ -1407,22 +1408,21 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                     nb = disk_load<f32x16>(vrow + i - c) + disk_load<f32x16>(vrow + i + c);
                 }
                 if constexpr (Corr) {
+                    const i32x16 hv = Isa::s16(h0 + i) + Isa::s16(h2 + i);
                     nb += __builtin_convertvector(Isa::s16(h1 + i), f32x16) +
-                          rhof * __builtin_convertvector(Isa::s16(h0 + i) + Isa::s16(h2 + i), f32x16);
+                          rhof * __builtin_convertvector(hv, f32x16);
                 }
                 const f32x16 r = wcf * (vc + rhof * nb);
                 const i32x16 q = __builtin_convertvector(r + near, i32x16);
                 if (force_double || Isa::any(q ^ __builtin_convertvector(r - near, i32x16))) {
                     // B + rho (E + rho C) in double from the exact integer sums.
-                    i32x16 e = u_at(b0, b2, i) +
-                               (Isa::u16(b1 + i - c) + Isa::u16(b1 + i + c));
+                    i32x16 e = u_at(b0, b2, i) + (Isa::u16(b1 + i - c) + Isa::u16(b1 + i + c));
                     i32x16 k = u_at(b0, b2, i - c) + u_at(b0, b2, i + c);
                     if constexpr (Corr) {
                         e += Isa::s16(h1 + i);
                         k += Isa::s16(h0 + i) + Isa::s16(h2 + i);
                     }
-                    const i32x16 bc =
-                        Isa::u16(b1 + i);
+                    const i32x16 bc = Isa::u16(b1 + i);
                     auto half = [&](i32x8 bh, i32x8 eh, i32x8 kh) MMC_LAMBDA_INLINE {
                         const f64x8 acc = __builtin_convertvector(bh, f64x8) +
                                           rho8 * (__builtin_convertvector(eh, f64x8) +

@@ -1747,7 +1747,7 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
                 os.makedirs(run.dir, exist_ok=True)
             except OSError as exc:
                 raise type(exc)(exc.errno, f"cannot create the output folder {run.dir!r} (out="
-                                f"{os.fspath(out)!r}): {exc.strerror}") from None
+                                f"{os.fspath(out)!r}): {exc.strerror or exc}") from None
             with _dir_lock(run.dir):
                 try:
                     removed = _clean_temps(run.dir)
