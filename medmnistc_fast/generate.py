@@ -111,7 +111,7 @@ from ._fileio import remove as _remove
 from ._fileio import tmp_name as _tmp_name
 from ._fileio import write_text_atomic as _write_text_atomic
 from ._version import __version__
-from ._validation import check_dataset
+from ._validation import _fmt_choices, check_dataset
 from .api import corrupt, corrupt_batch, severity_table
 from .corruptions.pathology import suite_for_size
 
@@ -220,9 +220,7 @@ def _resolve_datasets(dataset) -> list:
     for d in names:
         if d in registry.PATHOLOGY_SUITES or d == PATHOLOGY_AUTO:
             raise ValueError(_suite_message(d))
-        if d not in registry.DATASETS:
-            raise ValueError(f"unknown dataset {d!r}; valid datasets: "
-                             f"{', '.join(registry.DATASETS)} (or 'all')")
+        check_dataset(d, tuple(registry.DATASETS) + ("all",))
         if d not in out:
             out.append(d)
     return out
@@ -230,7 +228,7 @@ def _resolve_datasets(dataset) -> list:
 
 def _single_input_dataset(dataset) -> str:
     """The one dataset key of a folder or arrays input (any key, or ``"pathology"``)."""
-    valid = ", ".join(list(registry.TABLES) + [PATHOLOGY_AUTO])
+    valid = _fmt_choices(list(registry.TABLES) + [PATHOLOGY_AUTO])
     if not isinstance(dataset, str):
         raise TypeError(f"dataset must be a str (one dataset key with folder= or images=); "
                         f"got {type(dataset).__name__}")
@@ -246,10 +244,7 @@ def _single_dataset(dataset) -> str:
         raise TypeError(f"dataset must be a str; got {type(dataset).__name__}")
     if dataset in registry.PATHOLOGY_SUITES:
         raise ValueError(_suite_message(dataset))
-    if dataset not in registry.DATASETS:
-        raise ValueError(f"unknown dataset {dataset!r}; valid datasets: "
-                         f"{', '.join(registry.DATASETS)}")
-    return dataset
+    return check_dataset(dataset, registry.DATASETS)
 
 
 def _resolve_corruptions(datasets: list, corruptions) -> dict:
