@@ -6,6 +6,7 @@
 #include "noise.hpp"
 #include "pil.hpp"
 #include "resample.hpp"
+#include "seed.hpp"
 
 PYBIND11_MODULE(_native, m) {
     m.doc() = "C++ kernels of medmnistc_fast (private; call the public functions instead).";
@@ -14,4 +15,5 @@ PYBIND11_MODULE(_native, m) {
     mmc::register_noise(m);
     mmc::register_pil(m);
     mmc::register_resample(m);
+    mmc::register_seed(m);
 }

@@ -339,3 +339,9 @@ def pil_pixels(schema: object, array: object, h: int, w: int, c: int) -> npt.NDA
     capsules: mode 'L' exported as uint8 ("C", h * w elements) for c = 1, mode 'RGB' as a
     fixed-size list "+w:4" of uint8 (R, G, B, padding) for c = 3. Returns None for any other
     layout (format, nulls, lengths, missing buffers); the capsules keep ownership."""
+
+def seed_sequence_state(words: list[int], n64: int) -> npt.NDArray[np.uint64]:
+    """``numpy.random.SeedSequence(...).generate_state(n64, np.uint64)`` from the sequence's
+    assembled uint32 entropy words (the entropy's words, least significant first, zero-padded to
+    4 when spawn-key words follow, then those): NumPy's SeedSequence algorithm (csrc/seed.cpp).
+    Raises ValueError for no words or n64 outside 1..2**20."""
