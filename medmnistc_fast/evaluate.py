@@ -43,7 +43,7 @@ import io
 import json
 import numbers
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from itertools import combinations
 from pathlib import Path
 from types import MappingProxyType
@@ -85,6 +85,14 @@ Threshold = Union[float, Sequence[float]]
 # --------------------------------------------------------------------------------------------------------
 
 
+def _as_array(x: Any, name: str) -> np.ndarray:
+    """``np.asarray(x)``, with NumPy's error for ragged nested sequences re-raised naming ``name``."""
+    try:
+        return np.asarray(x)
+    except ValueError as e:  # "inhomogeneous shape", which does not say which argument
+        raise ValueError(f"{name} cannot be read as a rectangular array: {e}") from None
+
+
 def _check_task(task: Any) -> str:
     if not isinstance(task, str):
         raise TypeError(f"task must be a str, one of {list(TASKS)}; got {type(task).__name__}")
@@ -113,7 +121,7 @@ def _check_unit_scalar(x: Any, name: str) -> float:
 
 def _check_labels(y_true: Any, task: str, name: str = "y_true") -> np.ndarray:
     """Return the labels as int64: ``(N,)`` for single-label tasks, ``(N, L)`` for multi-label."""
-    y = np.asarray(y_true)
+    y = _as_array(y_true, name)
     kind = y.dtype.kind
     if kind not in "buif":
         raise TypeError(f"{name} must hold integer class labels (integer, bool or integral float dtype); "
@@ -156,7 +164,7 @@ def _check_scores(y_score: Any, task: str, n_rows: int, name: str) -> np.ndarray
 
     The result is the input or a view of it (never a copy that could be confused with it); it is only read.
     """
-    s = np.asarray(y_score)
+    s = _as_array(y_score, name)
     if s.dtype.kind not in "buif":
         raise TypeError(f"{name} must be a real-valued array (scores or probabilities); got dtype {s.dtype}")
     if s.ndim not in (1, 2):
@@ -199,23 +207,23 @@ def _check_threshold(threshold: Any, task: str, n_labels: int) -> Union[float, n
         return None
     if _is_real_scalar(threshold):
         value = to_float(threshold)
-        if value != value:
-            raise ValueError("threshold must not be NaN")
+        if not np.isfinite(value):  # +-inf would make a report that to_json cannot write
+            raise ValueError(f"threshold must be a finite real number; got {value!r}")
         return value if task == _BINARY else np.full(n_labels, value)
     if task == _BINARY:
         raise TypeError(f"threshold must be a real number for task {task!r}; got {type(threshold).__name__}")
     if isinstance(threshold, (str, bytes)) or not isinstance(threshold, (Sequence, np.ndarray)):
         raise TypeError(f"threshold must be a real number or a sequence of {n_labels} real numbers for task "
                         f"{task!r}; got {type(threshold).__name__}")
-    t = np.asarray(threshold)
+    t = _as_array(threshold, "threshold")
     if t.dtype.kind not in "iuf" or t.ndim != 1:
         raise TypeError(f"threshold must be a real number or a sequence of {n_labels} real numbers for task "
                         f"{task!r}; got {t.dtype} array of shape {t.shape}")
     if t.shape[0] != n_labels:
         raise ValueError(f"threshold must have one value per label ({n_labels}); got {t.shape[0]}")
     t = t.astype(np.float64)
-    if np.isnan(t).any():
-        raise ValueError("threshold must not contain NaN")
+    if not np.isfinite(t).all():
+        raise ValueError(f"threshold must hold finite real numbers; got {threshold!r}")
     return t
 
 
@@ -287,8 +295,8 @@ def balanced_accuracy(y_true: Any, y_score: Any, task: str, threshold: Threshold
     task : {"binary-class", "multi-class", "ordinal-regression", "multi-label, binary-class"}
         MedMNIST task string (``INFO[flag]["task"]``).
     threshold : float or sequence of float, default 0.5
-        Operating point. A float for binary tasks; a float (used for every label) or one value per label
-        for multi-label. Ignored for multi-class and ordinal tasks.
+        Operating point, finite. A float for binary tasks; a float (used for every label) or one value per
+        label for multi-label. Ignored for multi-class and ordinal tasks.
 
     Returns
     -------
@@ -303,7 +311,7 @@ def balanced_accuracy(y_true: Any, y_score: Any, task: str, threshold: Threshold
     ValueError
         If ``task`` is unknown; if shapes are wrong or disagree (row counts, label columns); if labels are
         negative, non-integral, not 0/1 where required, or not below the number of score columns; if
-        ``y_score`` or ``threshold`` contain NaN; if there are no samples.
+        ``y_score`` contains NaN or ``threshold`` is not finite (NaN or infinity); if there are no samples.
 
     See Also
     --------
@@ -418,6 +426,16 @@ class RobustnessReport:
     baseline_errors: Mapping[str, float]
 
     __hash__ = None  # type: ignore[assignment]  # holds mappings
+
+    def __reduce__(self):
+        """Pickle and ``copy.deepcopy`` support (``mappingproxy`` itself cannot be pickled).
+
+        The read-only mappings travel as plain dicts and are wrapped again by
+        :func:`_report_from_fields`, so a report can be returned from a worker process or cached.
+        """
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        plain = {k: dict(v) if isinstance(v, MappingProxyType) else v for k, v in values.items()}
+        return (_report_from_fields, (plain,))
 
     def to_dict(self) -> dict:
         """Return the report as plain JSON-ready Python data (dicts, lists, str, int, float, None).
@@ -566,6 +584,13 @@ class RobustnessReport:
         return buf.getvalue()
 
 
+def _report_from_fields(values: dict) -> RobustnessReport:
+    """Rebuild a :class:`RobustnessReport` from :meth:`RobustnessReport.__reduce__`'s fields (its dicts
+    wrapped read-only again)."""
+    return RobustnessReport(**{k: MappingProxyType(v) if isinstance(v, dict) else v
+                               for k, v in values.items()})
+
+
 def _resolve_baseline(baseline: Any, dataset: str) -> Tuple[str, float, Mapping[str, float]]:
     if isinstance(baseline, str):
         if baseline != "alexnet":
@@ -707,8 +732,8 @@ def evaluate_robustness(
     corrupted = {}
     for c in order:
         name = f"corrupted_scores[{c!r}]"
-        arr = corrupted_scores[c]
-        shape = np.shape(arr)
+        arr = _as_array(corrupted_scores[c], name)
+        shape = arr.shape
         if len(shape) != len(clean_shape) or shape[1:] != clean_shape[1:]:
             raise ValueError(f"{name} must have shape ({N_SEVERITIES * n},) + {tuple(clean_shape[1:])} "
                              f"like clean_scores; got {shape}")
@@ -836,7 +861,7 @@ def _check_n_severities(n_severities: Any) -> int:
 
 
 def _check_errors(errors: Any, name: str = "errors") -> np.ndarray:
-    e = np.asarray(errors)
+    e = _as_array(errors, name)
     if e.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be real error rates in [0, 1]; got dtype {e.dtype}")
     if e.ndim not in (1, 2) or e.shape[-1] == 0 or e.size == 0:
@@ -1017,7 +1042,7 @@ def top1_confidence(clean_probs: Any, corrupted_probs: Any, n_severities: int = 
 
 
 def _check_probs(probs: Any, n_rows: Optional[int], name: str) -> np.ndarray:
-    p = np.asarray(probs)
+    p = _as_array(probs, name)
     if p.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be a real-valued array of probabilities; got dtype {p.dtype}")
     if p.ndim != 2 or p.shape[0] == 0 or p.shape[1] == 0:
@@ -1068,7 +1093,7 @@ def corruption_error_of_confidence(p: Any, *, per_image: bool = False) -> Union[
     """
     if not isinstance(per_image, (bool, np.bool_)):
         raise TypeError(f"per_image must be a bool; got {type(per_image).__name__}")
-    arr = np.asarray(p)
+    arr = _as_array(p, "p")
     if arr.dtype.kind not in "iuf":
         raise TypeError(f"p must be a real-valued array; got dtype {arr.dtype}")
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] < 2:

@@ -239,6 +239,12 @@ def test_balanced_accuracy_bad_input_multiclass(kwargs, exc, match):
         (dict(threshold=True), TypeError, "threshold"),
         (dict(threshold="0.5"), TypeError, "threshold"),
         (dict(threshold=float("nan")), ValueError, "threshold"),
+        # +-inf used to be accepted, and then RobustnessReport.to_json could not write the report
+        (dict(threshold=float("inf")), ValueError, "threshold.*finite"),
+        (dict(threshold=-np.inf), ValueError, "threshold.*finite"),
+        # a ragged list used to fail with NumPy's message, which names no argument
+        (dict(y_score=[[0.9, 0.1], [0.2, 0.8], [0.3], [0.6, 0.4]]), ValueError, "y_score.*rectangular"),
+        (dict(y_true=[[0], [1], [1, 0], [0]]), ValueError, "y_true.*rectangular"),
     ],
 )
 def test_balanced_accuracy_bad_input_binary(kwargs, exc, match):
@@ -253,6 +259,8 @@ def test_balanced_accuracy_bad_input_binary(kwargs, exc, match):
     [
         (dict(threshold=[0.5, 0.5, 0.5]), ValueError, "threshold"),  # 2 labels
         (dict(threshold=[0.5, float("nan")]), ValueError, "threshold"),
+        (dict(threshold=[0.5, float("inf")]), ValueError, "threshold.*finite"),
+        (dict(threshold=np.inf), ValueError, "threshold.*finite"),
         (dict(threshold=[[0.5, 0.5]]), TypeError, "threshold"),
         (dict(threshold="ab"), TypeError, "threshold"),
         (dict(y_score=np.zeros((3, 3))), ValueError, "y_score"),  # 3 score columns for 2 labels
@@ -562,6 +570,27 @@ def test_report_is_immutable_and_serialises(tmp_path):
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o666 & ~umask
 
 
+def test_report_pickles_and_deep_copies():
+    """A report crosses process boundaries (multiprocessing, joblib): pickling used to fail with
+    "cannot pickle 'mappingproxy' object", and so did copy.deepcopy."""
+    import copy
+    import pickle
+
+    rep = ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), breast_scores())
+    for other in (pickle.loads(pickle.dumps(rep)), copy.deepcopy(rep)):
+        assert other == rep and other is not rep
+        # the hand-worked numbers of test_report_perfect_clean_model survive the round trip
+        assert other.errors["pixelate"] == pytest.approx((0, 0.25, 0.25, 0.5, 0.5), abs=1e-15)
+        assert other.mean_errors["motion_blur"] == pytest.approx(0.25, abs=1e-15)
+        assert other.be["pixelate"] == pytest.approx(0.3 / ALEX_BREAST_PIXELATE, rel=1e-12)
+        assert list(other.corruptions) == ["pixelate", "motion_blur"]
+        assert other.to_dict() == rep.to_dict()
+        with pytest.raises(TypeError, match="does not support item assignment"):
+            other.errors["pixelate"] = (0.0,) * 5  # still read-only
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            other.clean_error = 1.0
+
+
 def test_report_tables():
     rep = ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), breast_scores())
     rows = list(csv.reader(io.StringIO(rep.to_csv())))
@@ -609,6 +638,10 @@ def test_report_tables():
         (dict(clean_scores=np.zeros((5, 2))), ValueError, "clean_scores"),
         (dict(y_true=np.array([0, 1, 2, 1])), ValueError, "y_true"),
         (dict(threshold=[0.5, 0.5]), TypeError, "threshold"),
+        (dict(threshold=float("-inf")), ValueError, "threshold.*finite"),
+        # NumPy's ragged-array error used to say neither which argument nor which corruption
+        (dict(corrupted_scores={"pixelate": [[0.9, 0.1]] * 19 + [[0.5]]}), ValueError,
+         r"corrupted_scores\['pixelate'\].*rectangular"),
     ],
 )
 def test_report_bad_input(change, exc, match):
