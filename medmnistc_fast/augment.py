@@ -376,7 +376,9 @@ def _float_to_u8(x: np.ndarray, name: str) -> np.ndarray:
     if x.size and (x.min() < 0 or x.max() > 1):
         raise ValueError(f"{name}: floating images must have values in [0, 1]; got range "
                          f"[{float(x.min())}, {float(x.max())}]")
-    return np.floor(x.astype(np.float64) * 255.0 + 0.5).astype(np.uint8)
+    # asarray: a ufunc on a 0-d array returns a scalar, which the shape check would then call
+    # "not a numpy.ndarray" (a TypeError) instead of reporting the shape.
+    return np.asarray(np.floor(x.astype(np.float64) * 255.0 + 0.5).astype(np.uint8))
 
 
 def _torch():

@@ -299,6 +299,10 @@ def test_call_errors():
         aug(x.astype(np.float32))
     with pytest.raises(ValueError, match="finite"):
         aug(np.full((28, 28), np.nan))
+    # a 0-d float array is a shape error (it used to be "must be a numpy.ndarray ... got uint8")
+    for bad in (np.array(0.5), np.array(0.5, np.float32)):
+        with pytest.raises(ValueError, match=r"image must have shape .*got shape \(\)"):
+            aug(bad)
     with pytest.raises(TypeError, match="PIL image"):
         aug([[1, 2], [3, 4]])
     with pytest.raises(ValueError, match="at least 8"):
