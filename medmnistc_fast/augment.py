@@ -354,8 +354,10 @@ def _check_weights(weights, choices: list) -> np.ndarray:
             if name not in choices:
                 raise ValueError(f"weights has unknown choice {name!r}; valid choices: "
                                  f"{', '.join(map(repr, choices))}")
-            if (not isinstance(value, numbers.Real) or isinstance(value, bool)
-                    or not math.isfinite(to_float(value)) or value < 0):
+            if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"weights[{name!r}] must be a finite real number >= 0; "
+                                f"got {value!r} ({type(value).__name__})")
+            if not math.isfinite(to_float(value)) or value < 0:
                 raise ValueError(f"weights[{name!r}] must be a finite real number >= 0; "
                                  f"got {value!r}")
             w[choices.index(name)] = to_float(value)
@@ -586,7 +588,8 @@ class AugMedMNISTC:
     ------
     TypeError
         ``dataset`` not a str; ``corruptions`` not a sequence of str (a bare str included);
-        ``weights`` not a mapping; ``identity`` not a bool; ``n_ops``, ``seed`` or a ``levels``
+        ``weights`` not a mapping, or a weight not a real number (a bool included);
+        ``identity`` not a bool; ``n_ops``, ``seed`` or a ``levels``
         bound not an int; ``levels`` not a pair.
     ValueError
         ``dataset`` not one of the 12 MedMNIST-C datasets (the pathology suite keys are not

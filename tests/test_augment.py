@@ -270,6 +270,11 @@ def test_read_only_and_non_contiguous_inputs_not_modified():
     (dict(dataset="pathmnist", weights={"bogus": 1}), ValueError, "valid choices"),
     (dict(dataset="pathmnist", weights={"identity": -1}), ValueError, ">= 0"),
     (dict(dataset="pathmnist", weights=[1, 2]), TypeError, "weights must be a mapping"),
+    # a weight of the wrong type is a TypeError, like severity=True (it used to be ValueError)
+    (dict(dataset="pathmnist", weights={"identity": True}), TypeError, r"weights\['identity'\]"),
+    (dict(dataset="pathmnist", weights={"identity": np.True_}), TypeError, r"weights\['identity'\]"),
+    (dict(dataset="pathmnist", weights={"identity": "2"}), TypeError, r"weights\['identity'\]"),
+    (dict(dataset="pathmnist", weights={"identity": None}), TypeError, r"weights\['identity'\]"),
     (dict(dataset="pathmnist", n_ops=0), ValueError, "n_ops"),
     (dict(dataset="pathmnist", n_ops=1.5), TypeError, "n_ops"),
     (dict(dataset="pathmnist", levels=(0, 5)), ValueError, "levels"),
