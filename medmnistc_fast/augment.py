@@ -315,6 +315,8 @@ def _select(dataset, corruptions, folds) -> list:
     if corruptions is None:
         chosen = available
     else:
+        if isinstance(corruptions, np.ndarray) and corruptions.ndim == 1:
+            corruptions = corruptions.tolist()  # e.g. np.array(names): its str entries
         if isinstance(corruptions, str) or not isinstance(corruptions, (Sequence, set, frozenset)):
             raise TypeError("corruptions must be a sequence of corruption names (or None for "
                             f"all of {dataset!r}: {', '.join(map(repr, available))}); "
@@ -322,7 +324,7 @@ def _select(dataset, corruptions, folds) -> list:
         wanted = {check_corruption(dataset, c) for c in corruptions}
         chosen = [c for c in available if c in wanted]
         if not chosen:
-            raise ValueError(f"corruptions must name at least one of {dataset!r}'s corruptions "
+            raise ValueError(f"corruptions must name at least one of the corruptions of {dataset!r} "
                              f"({', '.join(map(repr, available))}), or be None for all; got "
                              f"{corruptions!r}")
     if folds is not None:
@@ -339,7 +341,7 @@ def _select(dataset, corruptions, folds) -> list:
             names.update(registry.FOLDS[f])
         chosen = [c for c in chosen if c in names]
         if not chosen:
-            raise ValueError(f"folds {list(folds)!r} select none of {dataset!r}'s corruptions "
+            raise ValueError(f"folds {list(folds)!r} select none of the corruptions of {dataset!r} "
                              f"({', '.join(map(repr, available))})")
     return chosen
 
@@ -565,7 +567,8 @@ class AugMedMNISTC:
     dataset : str
         One of :data:`medmnistc_fast.DATASETS`; its corruptions and severity tables are used.
     corruptions : sequence of str, optional
-        Subset of ``medmnistc_fast.corruptions(dataset)`` (default: all of them).
+        Subset of ``medmnistc_fast.corruptions(dataset)`` (default: all of them): a list,
+        tuple, set or 1-D array of names.
     folds : str or sequence of str, optional
         Keep only corruptions of these categories (keys of :data:`medmnistc_fast.FOLDS`:
         'digital', 'noise', 'blur', 'color', 'task-specific'); filters ``corruptions``.

@@ -737,6 +737,11 @@ def evaluate_robustness(
         if len(shape) != len(clean_shape) or shape[1:] != clean_shape[1:]:
             raise ValueError(f"{name} must have shape ({N_SEVERITIES * n},) + {tuple(clean_shape[1:])} "
                              f"like clean_scores; got {shape}")
+        if shape and shape[0] != N_SEVERITIES * n:
+            raise ValueError(f"{name} must have {N_SEVERITIES * n} rows: the {n} images at each of "
+                             f"the {N_SEVERITIES} severities, severity-major (severity 1's {n} rows "
+                             f"first, as generate writes them; BE and rBE average over all five); "
+                             f"got {shape[0]} rows")
         corrupted[c] = _check_scores(arr, task, N_SEVERITIES * n, name)
 
     clean_err = 1.0 - _ba_kernel(y, clean, task, thr)

@@ -110,6 +110,9 @@ def test_selection_weights_folds_nops():
     assert aug.choices == NOISES
     aug = AugMedMNISTC("chestmnist", corruptions=["pixelate", "gaussian_noise"], folds="noise")
     assert aug.choices == ("gaussian_noise", IDENTITY)
+    # A 1-D array of names selects like a list (reference order kept).
+    aug = AugMedMNISTC("chestmnist", corruptions=np.array(["gaussian_noise", "pixelate"]))
+    assert aug.choices == ("pixelate", "gaussian_noise", IDENTITY)
     aug = AugMedMNISTC("chestmnist", weights={"identity": 0, "pixelate": 0}, seed=0)
     names = {aug.draw()[0].corruption for _ in range(500)}
     assert IDENTITY not in names and "pixelate" not in names

@@ -631,7 +631,9 @@ def test_report_tables():
         (dict(corrupted_scores={}), ValueError, "corrupted_scores"),
         (dict(corrupted_scores=[np.zeros((20, 2))]), TypeError, "corrupted_scores"),
         (dict(corrupted_scores={"bubble": np.zeros((20, 2))}), ValueError, "bubble"),
-        (dict(corrupted_scores={"pixelate": np.zeros((16, 2))}), ValueError, r"corrupted_scores\['pixelate'\]"),
+        (dict(corrupted_scores={"pixelate": np.zeros((16, 2))}), ValueError,
+         r"corrupted_scores\['pixelate'\] must have 20 rows: the 4 images at each of the 5 severities, "
+         r"severity-major.*got 16 rows"),
         (dict(corrupted_scores={"pixelate": np.zeros((20, 1))}), ValueError, r"corrupted_scores\['pixelate'\]"),
         (dict(corrupted_scores={"pixelate": np.full((20, 2), np.nan)}), ValueError, r"corrupted_scores"),
         (dict(clean_scores=np.zeros((4, 3))), ValueError, "clean_scores"),
