@@ -83,6 +83,10 @@ def _check_array(arr, name: str, ndims: tuple, layout: str) -> np.ndarray:
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"{name} must be a numpy.ndarray of dtype uint8 with shape {layout}; "
                         f"got {type(arr).__name__}")
+    if isinstance(arr, np.ma.MaskedArray):  # its mask would be silently ignored
+        raise TypeError(f"{name} must be a plain numpy.ndarray, not a masked array: the "
+                        f"corruptions have no notion of a mask; pass {name}.filled(value) or "
+                        f"{name}.data")
     if arr.dtype != np.uint8:
         raise TypeError(f"{name} must have dtype uint8 (convert with skimage.util.img_as_ubyte "
                         f"or an explicit cast); got {arr.dtype}")

@@ -65,6 +65,8 @@ def test_unknown_names_list_valid(rgb224):
     (np.zeros((7, 32), np.uint8), ValueError, "at least 8 x 8"),
     (np.zeros((32,), np.uint8), ValueError, "shape"),
     (np.zeros((2, 32, 32, 3), np.uint8), ValueError, "shape"),
+    # a mask would be ignored without a word
+    (np.ma.masked_array(np.zeros((32, 32, 3), np.uint8), mask=True), TypeError, "masked array"),
 ])
 def test_bad_images(bad, exc, msg):
     with pytest.raises(exc, match=msg):
