@@ -511,8 +511,9 @@ class RobustnessReport:
 
         Parameters
         ----------
-        digits : int >= 0, default 4
-            Decimal places (values are fractions, not percentages).
+        digits : int in 0..17, default 4
+            Decimal places (values are fractions, not percentages; 17 places show every digit
+            of a double in [0, 1]).
 
         Returns
         -------
@@ -522,12 +523,12 @@ class RobustnessReport:
         Raises
         ------
         TypeError, ValueError
-            ``digits`` is not an int, or is negative.
+            ``digits`` is not an int, or is outside 0..17.
         """
         if not _is_int(digits):
-            raise TypeError(f"digits must be an int >= 0; got {digits!r} ({type(digits).__name__})")
-        if digits < 0:
-            raise ValueError(f"digits must be an int >= 0; got {digits!r}")
+            raise TypeError(f"digits must be an int in 0..17; got {digits!r} ({type(digits).__name__})")
+        if not 0 <= digits <= 17:
+            raise ValueError(f"digits must be an int in 0..17; got {digits!r}")
         digits = int(digits)
         f = lambda x: _fmt(x, digits)  # noqa: E731
         sev = [f"s{s}" for s in range(1, N_SEVERITIES + 1)]

@@ -611,8 +611,10 @@ def test_report_tables():
     assert pipes == [3] + [10] * 4 + [8] * 4  # summary separator, errors table, balanced accuracy table
     assert "| clean error | 0.00 |" in rep.to_markdown(digits=np.int64(2))
     # a bad digits used to fail inside str.format ("Format specifier missing precision")
-    with pytest.raises(ValueError, match="digits"):
-        rep.to_markdown(digits=-1)
+    for bad in (-1, 18, 10**6):  # 10**6 used to build a 19 MB string
+        with pytest.raises(ValueError, match=r"digits must be an int in 0\.\.17"):
+            rep.to_markdown(digits=bad)
+    assert "| clean error | 0.00000000000000000 |" in rep.to_markdown(digits=17)
     for bad in ("4", 2.0, True, None):
         with pytest.raises(TypeError, match="digits"):
             rep.to_markdown(digits=bad)
