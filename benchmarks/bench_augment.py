@@ -25,7 +25,9 @@ the reference's rate); the rates are reported. A third run per configuration pas
 through unchanged (a transform returning its input, in our venv): the pipeline's own ceiling,
 which bounds the speed-up any transform can show (at 224 px gray with two workers, collation
 and the worker-to-parent transfer alone allowed about 7.6 times the reference's rate at batch
-128, and 4-5 times at batch 32 with the harness's records sent as two extra tensors).
+128, and 4-5 times at batch 32 with the harness's records sent as two extra tensors). A last
+probe (``shm_probe``) times what a worker pays per batch for that transfer: stacking the batch
+into new shared memory (fresh pages every batch) against ordinary, reused memory.
 
 Usage::
 
@@ -190,6 +192,36 @@ def run_side(impl: str, src: str, dst: str, repeats: int, configs) -> None:
 
 
 
+def shm_probe(repeats: int = 30) -> dict:
+    """Cost of one batch's transfer buffer, as a DataLoader worker pays it: ``default_collate``
+    in a worker stacks the batch into a new shared-memory storage (``_new_shared``), whose
+    pages are fresh on every batch; in the main process (0 workers) it stacks into ordinary
+    memory, which the allocator reuses. Median ms per batch of BATCH uint8 224 px images,
+    gray and RGB, one thread."""
+    import numpy as np
+    import torch
+
+    torch.set_num_threads(1)
+    out = {}
+    for kind, shape in (("gray", (224, 224)), ("rgb", (224, 224, 3))):
+        items = [torch.zeros(shape, dtype=torch.uint8) for _ in range(BATCH)]
+        numel = BATCH * items[0].numel()
+        for where in ("shared", "private"):
+            times = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                if where == "shared":
+                    dst = items[0].new(items[0].untyped_storage()._new_shared(numel))
+                    dst = dst.resize_(BATCH, *shape)
+                else:
+                    dst = torch.empty((BATCH, *shape), dtype=torch.uint8)
+                torch.stack(items, out=dst)
+                times.append(time.perf_counter() - t0)
+                del dst
+            out[f"{kind}/{where}"] = 1e3 * statistics.median(times)
+    return out
+
+
 def _spawn(python: str, impl: str, src: str, repeats: int, tmp: str, config: str) -> dict:
     dst = os.path.join(tmp, f"{impl}.json")
     subprocess.run([python, os.path.abspath(__file__), "--side", impl, "--src", src,
@@ -257,6 +289,16 @@ def markdown(result: dict) -> str:
             lines.append("")
             for size, ratios in sorted(by_size.items(), key=lambda kv: int(kv[0])):
                 lines.append(f"- {label}, {size} px: speed-up {ratio_summary(ratios)}.")
+    shm = result.get("shm_ms_per_batch")
+    if shm:
+        lines += ["", "Why the loader caps the speed-up with workers: a worker's default collate "
+                  "stacks each batch into new shared memory, whose pages are fresh every time; "
+                  f"with 0 workers the batch goes to reused memory. Per batch of {BATCH} 224 px "
+                  "images (`shm_probe`, median, one thread):"]
+        for kind in ("gray", "rgb"):
+            sh, pr = shm[f"{kind}/shared"], shm[f"{kind}/private"]
+            lines.append(f"- {kind}: shared {sh:.2f} ms ({1e3 * sh / BATCH:.1f} us per image), "
+                         f"private {pr:.2f} ms ({1e3 * pr / BATCH:.1f} us per image).")
     return "\n".join(lines) + "\n"
 
 
@@ -336,7 +378,7 @@ def main(argv=None):
                        "n28": args.n28, "n224": args.n224,
                        "ours_versions": versions["ours"],
                        "reference_versions": versions.get("reference")},
-              "rows": rows}
+              "rows": rows, "shm_ms_per_batch": shm_probe()}
     write_results(args, result, markdown)
     return 0
 
