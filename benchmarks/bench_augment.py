@@ -198,7 +198,6 @@ def shm_probe(repeats: int = 30) -> dict:
     pages are fresh on every batch; in the main process (0 workers) it stacks into ordinary
     memory, which the allocator reuses. Median ms per batch of BATCH uint8 224 px images,
     gray and RGB, one thread."""
-    import numpy as np
     import torch
 
     torch.set_num_threads(1)
