@@ -4,10 +4,13 @@ Layout (the reference's ``DatasetManager``, kept by :mod:`medmnistc_fast.generat
 
     {root}/{dataset}/{corruption}.npz     members test_images, test_labels
     {root}/{dataset}/{corruption}.zarr    (with --format zarr) arrays of the same names
-    {root}/{dataset}/manifest.json        (optional, metadata only)
+    {root}/{dataset}/manifest.json        (optional; written by generate)
 
-``test_images`` is uint8 ``(5N, H, W)`` or ``(5N, H, W, 3)``, ``test_labels`` ``(5N, L)``
-(``(5N,)`` is accepted too), severity-major: rows ``[(s - 1) N, s N)`` hold severity ``s``.
+``test_images`` is uint8 ``(kN, H, W)`` or ``(kN, H, W, 3)``, ``test_labels`` ``(kN, L)``
+(``(kN,)`` is accepted too), severity-major: rows ``[j N, (j + 1) N)`` hold the j-th stored
+level. The stored levels are those that ``generate --severities`` wrote, read from the zarr
+group's ``severities`` attribute or from the file's entry in ``manifest.json``; without either
+(the reference's files) all five, k = 5, rows ``[(s - 1) N, s N)`` holding severity ``s``.
 
 Arrays are opened lazily and memory-efficiently: an uncompressed (``ZIP_STORED``, the default
 of ``np.savez`` and of ``generate``) ``.npz`` member is memory-mapped at its offset inside the
@@ -112,10 +115,47 @@ def _format_of(path: str, fmt: str) -> str:
     return fmt
 
 
-def _check_severities(severity) -> tuple:
+def _manifest_entry(path: str):
+    """The entry of ``manifest.json`` (beside ``path``) whose ``file`` is ``path``'s name, or
+    None: no manifest, an unreadable or foreign one, or no entry for that file."""
+    folder, name = os.path.split(os.path.abspath(path))
+    try:
+        with open(os.path.join(folder, "manifest.json"), encoding="utf-8") as fh:
+            m = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    files = m.get("files") if isinstance(m, dict) else None
+    if not isinstance(files, dict):
+        return None
+    return next((e for e in files.values() if isinstance(e, dict) and e.get("file") == name),
+                None)
+
+
+def _valid_levels(levels) -> bool:
+    return (isinstance(levels, (list, tuple)) and len(levels) > 0
+            and all(_is_int(v) and 1 <= v <= registry.N_SEVERITIES for v in levels)
+            and list(levels) == sorted(set(levels)))
+
+
+def _stored_levels(path: str, fmt: str) -> tuple:
+    """The levels stored in the file, in row order: the zarr group's ``severities`` attribute,
+    else the manifest entry's ``severities``, else all five (files of the reference)."""
+    if fmt == "zarr":
+        levels = _zarr().open_group(path, mode="r").attrs.get("severities")
+        if _valid_levels(levels):
+            return tuple(int(v) for v in levels)
+    entry = _manifest_entry(path)
+    if entry is not None and _valid_levels(entry.get("severities")):
+        return tuple(int(v) for v in entry["severities"])
+    return tuple(range(1, registry.N_SEVERITIES + 1))
+
+
+def _check_severities(severity, stored=None) -> tuple:
+    """The selected levels: ``severity`` checked against the ``stored`` ones (default 1..5)."""
+    stored = tuple(range(1, registry.N_SEVERITIES + 1)) if stored is None else stored
     allowed = f"an int in 1..{registry.N_SEVERITIES}, a sequence of them, or None (all)"
     if severity is None:
-        return tuple(range(1, registry.N_SEVERITIES + 1))
+        return stored
     values = (severity,) if _is_int(severity) else severity
     if (isinstance(values, (str, bytes, set, frozenset, dict))
             or not isinstance(values, Iterable)):
@@ -130,7 +170,23 @@ def _check_severities(severity) -> tuple:
             raise ValueError(f"severity must be {allowed}; got {severity!r}")
     if len(set(values)) != len(values):
         raise ValueError(f"severity must not repeat a level; got {severity!r}")
+    missing = [int(v) for v in values if int(v) not in stored]
+    if missing:
+        raise ValueError(f"severity must be one of the levels stored in this file: "
+                         f"{', '.join(map(str, stored))} (it was generated with --severities "
+                         f"{','.join(map(str, stored))}); got {severity!r}")
     return tuple(int(v) for v in values)
+
+
+def _fspath(value, name: str) -> str:
+    """``value`` as a str path; TypeError naming ``name`` for anything but str or PathLike."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a str or os.PathLike path; got {value!r} "
+                        f"({type(value).__name__})")
+    path = os.fspath(value)
+    if not isinstance(path, str):
+        raise TypeError(f"{name} must be a str or os.PathLike path; got {value!r} (bytes)")
+    return path
 
 
 def available_corruptions(root, dataset: str) -> tuple:
@@ -153,8 +209,11 @@ def available_corruptions(root, dataset: str) -> tuple:
     ------
     FileNotFoundError
         ``root`` is not a folder.
+    TypeError
+        ``root`` is not a str or os.PathLike.
     """
     dataset = check_dataset(dataset)
+    root = _fspath(root, "root")
     if not os.path.isdir(os.fspath(root)):
         raise FileNotFoundError(f"root {os.fspath(root)!r} is not a folder (expected the "
                                 f"generate output folder holding {dataset}/)")
@@ -171,13 +230,16 @@ class CorruptedSet:
     ----------
     root : str or os.PathLike
         The ``generate`` output folder; the file is ``{root}/{dataset}/{corruption}.npz`` or
-        ``.zarr`` (npz preferred when both exist). Use :meth:`from_path` for a file elsewhere.
+        ``.zarr``: with ``format="auto"`` the one that the folder's ``manifest.json`` lists
+        (an ``--overwrite`` run in the other format leaves the older file on disk), else npz
+        when both exist. Use :meth:`from_path` for a file elsewhere.
     dataset : str
         A dataset name (:data:`medmnistc_fast.DATASETS` or a pathology suite key).
     corruption : str
         One of ``medmnistc_fast.corruptions(dataset)``.
     severity : int, sequence of int, or None
-        Levels to expose (1..5), in the given order; None: all five (severity-major order).
+        Levels to expose (1..5, among the stored ones), in the given order; None: every stored
+        level (severity-major order).
     format : {"auto", "npz", "zarr"}
         File format; "auto" picks by extension.
 
@@ -185,6 +247,9 @@ class CorruptedSet:
     ----------
     n_per_severity : int
         N, the number of clean test images.
+    stored_severities : tuple of int
+        The levels the file holds, in row order: the ``severities`` of its ``manifest.json``
+        entry or zarr attributes (``generate --severities``), else (1, 2, 3, 4, 5).
     severities : tuple of int
         The selected levels.
     image_shape : tuple of int
@@ -194,7 +259,7 @@ class CorruptedSet:
     Notes
     -----
     ``len(cs) == N * len(severities)``; item ``i`` is sample ``i % N`` at level
-    ``severities[i // N]`` and ``cs[i]`` returns ``(image, label)``: a new writable uint8
+    ``severities[i // N]`` (file row ``stored_severities.index(level) * N + i % N``) and ``cs[i]`` returns ``(image, label)``: a new writable uint8
     ndarray ``(H, W[, 3])`` and the label row (``(L,)``, the file's dtype). Negative indices
     count from the end. :meth:`arrays` gives whole arrays (memory-mapped slices when possible).
 
@@ -203,8 +268,8 @@ class CorruptedSet:
     FileNotFoundError
         No file for the corruption under ``root`` (the message lists those present).
     ValueError, TypeError
-        Unknown names, bad ``severity`` or ``format``; a file whose arrays do not have the
-        layout above.
+        Unknown names, bad ``root``, ``severity`` (including a level the file does not hold)
+        or ``format``; a file whose arrays do not have the layout above.
     """
 
     def __init__(self, root, dataset: str, corruption: str, *, severity=None,
@@ -214,10 +279,15 @@ class CorruptedSet:
         if format not in _FORMATS:
             raise ValueError(f"format must be one of {', '.join(map(repr, _FORMATS))}; "
                              f"got {format!r}")
-        folder = os.path.join(os.fspath(root), dataset)
+        root = _fspath(root, "root")
+        folder = os.path.join(root, dataset)
         candidates = {"npz": os.path.join(folder, corruption + ".npz"),
                       "zarr": os.path.join(folder, corruption + ".zarr")}
         order = ("npz", "zarr") if format == "auto" else (format,)
+        if format == "auto":
+            # the manifest names the file of the latest run (another format's may remain)
+            listed = [f for f in order if _manifest_entry(candidates[f]) is not None]
+            order = tuple(listed) + tuple(f for f in order if f not in listed)
         path = next((candidates[f] for f in order if os.path.exists(candidates[f])), None)
         if path is None:
             present = available_corruptions(root, dataset) if os.path.isdir(folder) else ()
@@ -237,7 +307,7 @@ class CorruptedSet:
         if format not in _FORMATS:
             raise ValueError(f"format must be one of {', '.join(map(repr, _FORMATS))}; "
                              f"got {format!r}")
-        path = os.fspath(path)
+        path = _fspath(path, "path")
         if not os.path.exists(path):
             raise FileNotFoundError(f"no such corrupted-set file: {path!r}")
         self = cls.__new__(cls)
@@ -249,7 +319,6 @@ class CorruptedSet:
 
     def _init(self, path: str, fmt: str, severity) -> None:
         self.path, self.format = path, fmt
-        self.severities = _check_severities(severity)
         shape, dtype, lshape = _describe(path, fmt)
         if dtype != np.uint8 or len(shape) not in (3, 4) or (
                 len(shape) == 4 and shape[3] not in (1, 3)):
@@ -258,10 +327,12 @@ class CorruptedSet:
         if len(lshape) not in (1, 2) or lshape[0] != shape[0]:
             raise ValueError(f"{path}: {LABELS_KEY} must have shape (5N, L) or (5N,) with the "
                              f"same 5N rows as {IMAGES_KEY}; got {lshape} for images {shape}")
-        if shape[0] % registry.N_SEVERITIES:
-            raise ValueError(f"{path}: {shape[0]} rows is not a multiple of "
-                             f"{registry.N_SEVERITIES} severities")
-        self.n_per_severity = shape[0] // registry.N_SEVERITIES
+        self.stored_severities = stored = _stored_levels(path, fmt)
+        if shape[0] % len(stored):
+            raise ValueError(f"{path}: {shape[0]} rows is not a multiple of {len(stored)} "
+                             f"severities (the stored levels {stored})")
+        self.n_per_severity = shape[0] // len(stored)
+        self.severities = _check_severities(severity, stored)
         self.image_shape = shape[1:]
         self._arrays = None  # opened on first access, once per process (see _get)
         self._pid = os.getpid()
@@ -294,7 +365,7 @@ class CorruptedSet:
         """A view of the same file exposing other levels (int, sequence of int, or None)."""
         other = object.__new__(type(self))
         other.__dict__.update(self.__dict__)
-        other.severities = _check_severities(severity)
+        other.severities = _check_severities(severity, self.stored_severities)
         return other
 
     def per_severity(self) -> dict:
@@ -311,7 +382,8 @@ class CorruptedSet:
         if not 0 <= i < n:
             raise IndexError(f"index {given} out of range for a set of {n} items")
         s = self.severities[i // self.n_per_severity]
-        return (s - 1) * self.n_per_severity + i % self.n_per_severity, s
+        block = self.stored_severities.index(s)
+        return block * self.n_per_severity + i % self.n_per_severity, s
 
     def severity_of(self, i: int) -> int:
         """The level (1..5) of item ``i``."""
@@ -338,20 +410,20 @@ class CorruptedSet:
         images : ndarray, shape (M, H, W[, 3]), uint8
         labels : ndarray, shape (M, L) or (M,)
             M = ``len(self)``. Read-only memory-mapped slices when the selection is a
-            contiguous run of levels in increasing order and the file is a stored ``.npz``
-            (no copy, nothing read yet); otherwise new arrays.
+            contiguous run of stored levels in increasing order and the file is a stored
+            ``.npz`` (no copy, nothing read yet); otherwise new arrays.
         """
         images, labels = self._get()
         n = self.n_per_severity
-        sev = self.severities
-        if all(b == a + 1 for a, b in zip(sev, sev[1:])):
-            sl = slice((sev[0] - 1) * n, sev[-1] * n)
+        blocks = [self.stored_severities.index(s) for s in self.severities]
+        if all(b == a + 1 for a, b in zip(blocks, blocks[1:])):
+            sl = slice(blocks[0] * n, (blocks[-1] + 1) * n)
             return images[sl], labels[sl]
-        rows = np.concatenate([np.arange((s - 1) * n, s * n) for s in sev])
+        rows = np.concatenate([np.arange(b * n, (b + 1) * n) for b in blocks])
         if isinstance(images, np.ndarray):
             return images[rows], labels[rows]
-        return (np.concatenate([images[(s - 1) * n:s * n] for s in sev]),
-                np.concatenate([labels[(s - 1) * n:s * n] for s in sev]))
+        return (np.concatenate([images[b * n:(b + 1) * n] for b in blocks]),
+                np.concatenate([labels[b * n:(b + 1) * n] for b in blocks]))
 
     def torch(self, transform=None, target_transform=None) -> "TorchCorruptedSet":
         """This set as a ``torch.utils.data.Dataset`` (see :class:`TorchCorruptedSet`)."""

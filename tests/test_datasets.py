@@ -267,3 +267,69 @@ def test_available_corruptions_missing_root(tmp_path):
     with pytest.raises(FileNotFoundError, match="is not a folder"):
         available_corruptions(tmp_path / "nope", "pathmnist")
     assert available_corruptions(tmp_path, "pathmnist") == ()
+
+
+def _generated(tmp_path, fmt, severities, n=3, seed=0, overwrite=False):
+    """A generate output of ``n`` random 16 px RGB images (pixelate); returns (images, labels)."""
+    from medmnistc_fast.generate import generate
+
+    if fmt == "zarr":
+        pytest.importorskip("zarr")
+    g = np.random.default_rng(7)
+    images = g.integers(0, 256, (n, 16, 16, 3), dtype=np.uint8)
+    labels = g.integers(0, 9, (n, 1)).astype(np.int64)
+    generate("pathmnist", tmp_path, images=images, labels=labels, corruptions=["pixelate"],
+             severities=severities, seed=seed, fmt=fmt, workers=1, overwrite=overwrite)
+    return images, labels
+
+
+@pytest.mark.parametrize("fmt", ["npz", "zarr"])
+def test_generated_severity_subset(tmp_path, fmt):
+    # generate --severities 2,4 stores 2N rows; the loader reads the levels from the manifest
+    # (npz) or the group attributes (zarr) instead of assuming five.
+    import medmnistc_fast as mf
+
+    images, labels = _generated(tmp_path, fmt, [4, 2])
+    want = {s: mf.corrupt_batch(images, "pixelate", s, dataset="pathmnist", seed=0, start=0)
+            for s in (2, 4)}
+    cs = CorruptedSet(tmp_path, "pathmnist", "pixelate")
+    assert cs.stored_severities == (2, 4) and cs.severities == (2, 4)
+    assert cs.n_per_severity == 3 and len(cs) == 6
+    for i in range(6):
+        s = (2, 4)[i // 3]
+        img, lab = cs[i]
+        assert cs.severity_of(i) == s
+        assert np.array_equal(img, want[s][i % 3]) and np.array_equal(lab, labels[i % 3])
+    four = cs.select(4)
+    assert len(four) == 3 and np.array_equal(four.arrays()[0], want[4])
+    assert np.array_equal(CorruptedSet(tmp_path, "pathmnist", "pixelate", severity=[4, 2])
+                          .arrays()[0], np.concatenate([want[4], want[2]]))
+    for bad in (1, [2, 3], 5):
+        with pytest.raises(ValueError, match="levels stored in this file: 2, 4"):
+            cs.select(bad)
+
+
+def test_auto_format_follows_the_manifest(tmp_path):
+    # An --overwrite run in zarr leaves the npz of the earlier run on disk; "auto" must read
+    # the file the manifest lists (seed 5), not the stale npz (seed 0).
+    import medmnistc_fast as mf
+
+    _generated(tmp_path, "npz", None, seed=0)
+    images, _ = _generated(tmp_path, "zarr", None, seed=5, overwrite=True)
+    assert os.path.exists(tmp_path / "pathmnist" / "pixelate.npz")
+    cs = CorruptedSet(tmp_path, "pathmnist", "pixelate", severity=3)
+    assert cs.format == "zarr"
+    want = mf.corrupt_batch(images, "pixelate", 3, dataset="pathmnist", seed=5, start=0)
+    assert np.array_equal(cs.arrays()[0], want)
+    # An explicit format still reads what it names.
+    assert CorruptedSet(tmp_path, "pathmnist", "pixelate", format="npz").format == "npz"
+
+
+@pytest.mark.parametrize("root", [None, 3, b"folder"])
+def test_bad_root_type(tmp_path, root):
+    with pytest.raises(TypeError, match="root must be a str or os.PathLike"):
+        CorruptedSet(root, "pathmnist", "pixelate")
+    with pytest.raises(TypeError, match="root must be a str or os.PathLike"):
+        available_corruptions(root, "pathmnist")
+    with pytest.raises(TypeError, match="path must be a str or os.PathLike"):
+        CorruptedSet.from_path(root)
