@@ -137,15 +137,17 @@ def _valid_levels(levels) -> bool:
             and list(levels) == sorted(set(levels)))
 
 
-def _stored_levels(path: str, fmt: str) -> tuple:
-    """The levels stored in the file, in row order: the zarr group's ``severities`` attribute,
-    else the manifest entry's ``severities``, else all five (files of the reference)."""
+def _stored_levels(path: str, fmt: str, rows: int) -> tuple:
+    """The levels stored in the file of ``rows`` rows, in row order: the zarr group's
+    ``severities`` attribute, else the manifest entry's ``severities`` (if the entry's ``rows``
+    match the file's), else all five (files of the reference)."""
     if fmt == "zarr":
         levels = _zarr().open_group(path, mode="r").attrs.get("severities")
         if _valid_levels(levels):
             return tuple(int(v) for v in levels)
     entry = _manifest_entry(path)
-    if entry is not None and _valid_levels(entry.get("severities")):
+    if (entry is not None and _valid_levels(entry.get("severities"))
+            and entry.get("rows", rows) == rows):
         return tuple(int(v) for v in entry["severities"])
     return tuple(range(1, registry.N_SEVERITIES + 1))
 
@@ -327,7 +329,7 @@ class CorruptedSet:
         if len(lshape) not in (1, 2) or lshape[0] != shape[0]:
             raise ValueError(f"{path}: {LABELS_KEY} must have shape (5N, L) or (5N,) with the "
                              f"same 5N rows as {IMAGES_KEY}; got {lshape} for images {shape}")
-        self.stored_severities = stored = _stored_levels(path, fmt)
+        self.stored_severities = stored = _stored_levels(path, fmt, shape[0])
         if shape[0] % len(stored):
             raise ValueError(f"{path}: {shape[0]} rows is not a multiple of {len(stored)} "
                              f"severities (the stored levels {stored})")

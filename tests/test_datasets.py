@@ -333,3 +333,14 @@ def test_bad_root_type(tmp_path, root):
         available_corruptions(root, "pathmnist")
     with pytest.raises(TypeError, match="path must be a str or os.PathLike"):
         CorruptedSet.from_path(root)
+
+
+def test_manifest_entry_of_another_file_is_ignored(tmp_path):
+    # The file was replaced by a five-level one (10 rows) after a --severities 2,4 run of
+    # N = 2 (4 rows): the manifest's levels no longer describe it, so all five are assumed.
+    _generated(tmp_path, "npz", [2, 4], n=2)
+    images, labels = _data(n=2)
+    np.savez(tmp_path / "pathmnist" / "pixelate.npz", test_images=images, test_labels=labels)
+    cs = CorruptedSet(tmp_path, "pathmnist", "pixelate")
+    assert cs.stored_severities == (1, 2, 3, 4, 5) and cs.n_per_severity == 2
+    assert np.array_equal(cs.select(4).arrays()[0], images[6:8])
