@@ -190,6 +190,14 @@ def _check_int(value, name: str, lo: int, hi: int | None = None) -> int:
     return int(value)
 
 
+def _check_bool(value, name: str) -> bool:
+    """``value`` if it is a bool (a str such as "no" would be truthy: rejected)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool (True or False); got {value!r} "
+                        f"({type(value).__name__})")
+    return bool(value)
+
+
 def _as_list(value, name: str) -> list:
     if isinstance(value, str):
         items = [v.strip() for v in value.split(",")]
@@ -1641,8 +1649,9 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         error; for a folder, see ``folder``); outputs made with other parameters without
         ``overwrite``. Inputs are all checked before anything is written.
     TypeError
-        Arguments of the wrong type (``images`` not uint8, ``labels`` not integers, ``images``
-        without ``labels``).
+        Arguments of the wrong type (``out`` not a str or os.PathLike, ``sample``,
+        ``compress``, ``overwrite`` or ``progress`` not a bool, ``images`` not uint8,
+        ``labels`` not integers, ``images`` without ``labels``).
     ImportError
         ``fmt="zarr"`` without zarr, ``scheduler`` without dask.distributed.
 
@@ -1653,8 +1662,13 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     to a temporary raw file beside the outputs), at most ``2 * workers + 1`` chunks are in
     flight, and members are written by streaming.
     """
-    if isinstance(out, (str, os.PathLike)) and not os.fspath(out):
+    if not isinstance(out, (str, os.PathLike)) or not isinstance(os.fspath(out), str):
+        raise TypeError(f"out must be a str or os.PathLike folder path; got {out!r} "
+                        f"({type(out).__name__})")
+    if not os.fspath(out):
         raise ValueError("out must name a folder; got '' (use '.' for the working directory)")
+    sample, compress = _check_bool(sample, "sample"), _check_bool(compress, "compress")
+    overwrite, progress = _check_bool(overwrite, "overwrite"), _check_bool(progress, "progress")
     n_inputs = ((root is not None) + bool(sample) + (folder is not None)
                 + (images is not None or labels is not None))
     if n_inputs > 1:

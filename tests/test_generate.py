@@ -370,6 +370,35 @@ def test_bad_arguments(root, tmp_path, kwargs, msg):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("kwargs, msg", [
+    ({"overwrite": "no"}, "overwrite must be a bool"),   # a truthy str must not overwrite
+    ({"compress": 1}, "compress must be a bool"),
+    ({"progress": "yes"}, "progress must be a bool"),
+    ({"out": None}, "out must be a str or os.PathLike"),
+    ({"out": 3}, "out must be a str or os.PathLike"),
+    ({"out": b"out"}, "out must be a str or os.PathLike"),
+])
+def test_bad_argument_types(root, tmp_path, kwargs, msg):
+    args = dict(root=root, size=SIZE, workers=1, out=tmp_path / "out")
+    args.update(kwargs)
+    with pytest.raises(TypeError, match=msg):
+        generate(GRAY_DS, args.pop("out"), **args)
+    with pytest.raises(TypeError, match="sample must be a bool"):
+        generate(GRAY_DS, tmp_path / "out", sample="no", size=SIZE, workers=1)
+    assert not (tmp_path / "out").exists() and not os.path.exists(b"out")
+
+
+def test_overwrite_str_does_not_replace(root, tmp_path):
+    out = tmp_path / "out"
+    generate(GRAY_DS, out, root=root, size=SIZE, corruptions="pixelate", workers=1)
+    path = out / GRAY_DS / "pixelate.npz"
+    before = path.read_bytes()
+    with pytest.raises(TypeError, match="overwrite must be a bool"):
+        generate(GRAY_DS, out, root=root, size=SIZE, corruptions="pixelate", seed=1,
+                 workers=1, overwrite="no")
+    assert path.read_bytes() == before
+
+
 # ----------------------------------------------------------------------------- preview, reading
 def test_load_images_and_preview(root):
     clean = sample_split(RGB_DS, SIZE, N)["test_images"]
