@@ -129,7 +129,9 @@ def _build_parser() -> argparse.ArgumentParser:
         description="Write a PNG grid: one row per corruption, columns clean and severities "
                     "1..5, for one image of a dataset.")
     p.add_argument("--dataset", required=True, metavar="NAME",
-                   help="one dataset flag or pathology suite (pathology96, pathology224)")
+                   help="one dataset flag (the pathology suites have no MedMNIST+ files or "
+                        "sample: preview them on your own image with "
+                        "medmnistc_fast.generate.render_preview)")
     _add_source(p)
     p.add_argument("--index", type=_nonneg_int, default=0,
                    help="image index in the split (default 0)")
@@ -189,8 +191,15 @@ def _cmd_preview(args) -> int:
 
     from .generate import load_images, render_preview
 
+    from . import registry
+
     if not args.out.lower().endswith(".png"):
         raise ValueError(f"--out must name a .png file; got {args.out!r}")
+    if args.dataset in registry.PATHOLOGY_SUITES:
+        # generate's message points at --from-folder, which preview does not have
+        raise ValueError(f"{args.dataset} has no MedMNIST+ files or sample to preview; draw "
+                         f"the grid for your own image from Python: medmnistc_fast.generate."
+                         f"render_preview(image, {args.dataset!r}).save('grid.png')")
     img = load_images(args.dataset, args.index, root=args.root, sample=args.sample,
                       sample_n=args.sample_n, size=224 if args.size is None else args.size,
                       split=args.split)[0]

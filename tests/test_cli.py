@@ -342,6 +342,10 @@ def test_missing_file_message_and_no_traceback(tmp_path):
      r"^medmnistc-fast: error: image folder not found: .*f$"),
     (["list", "--dataset", "mnist"],
      r"^medmnistc-fast: error: unknown dataset 'mnist'; valid datasets: 'pathmnist', "),
+    # preview has no --from-folder: its message must not send the user there
+    (["preview", "--sample", "--dataset", "pathology96", "--out", "x.png"],
+     r"^medmnistc-fast: error: pathology96 has no MedMNIST\+ files or sample to preview; "
+     r"[^-]*render_preview\(image, 'pathology96'\)"),
     (["list", "--dataset", "pathology"],
      r"^medmnistc-fast: error: unknown dataset 'pathology'; valid datasets: .*'pathology224'$"),
     ([], r"error: the following arguments are required: COMMAND$"),
