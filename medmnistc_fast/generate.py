@@ -718,7 +718,7 @@ def _write_filenames(directory: str, fol: _Folder) -> None:
     lines = ",\n  ".join(json.dumps([r, lab]) for r, lab in zip(fol.rel, fol.labels))
     text = (f'{{"root": {json.dumps(fol.root)},\n "classes": {json.dumps(list(fol.classes))},\n'
             f' "files": [\n  {lines}\n ]\n}}\n')
-    _write_text_atomic(os.path.join(directory, FILENAMES), text)
+    _write_text_if_changed(os.path.join(directory, FILENAMES), text)
 
 
 
@@ -1065,8 +1065,20 @@ def _dumps(obj) -> str:
     return re.sub(r"\[[^\[\]{}]*\]", lambda m: " ".join(m.group(0).split()), text)
 
 
+def _write_text_if_changed(path: str, text: str) -> None:
+    """Write ``text`` atomically unless ``path`` holds it already: re-running a finished
+    command writes nothing, so it also succeeds on a read-only copy of the output."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == text:
+                return
+    except (OSError, ValueError):  # missing or unreadable (ValueError: not UTF-8): rewrite
+        pass
+    _write_text_atomic(path, text)
+
+
 def _write_json_atomic(path: str, obj) -> None:
-    _write_text_atomic(path, _dumps(obj) + "\n")
+    _write_text_if_changed(path, _dumps(obj) + "\n")
 
 
 def _sha256_file(path: str) -> str:

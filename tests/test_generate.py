@@ -241,6 +241,33 @@ def test_resume_repairs_and_cleans(root, reference, tmp_path):
     assert tree(d) == tree(output_dir(out, GRAY_DS))
 
 
+def test_finished_output_is_not_rewritten(root, tmp_path, monkeypatch):
+    # Re-running a finished command writes nothing (the manifest keeps its inode), so it also
+    # works on a read-only copy of the output; simulated by making every write fail (root
+    # ignores permission bits).
+    import errno
+
+    import medmnistc_fast.generate as gen
+
+    generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
+             corruptions="pixelate,contrast_up")
+    manifest = os.path.join(output_dir(tmp_path, GRAY_DS), "manifest.json")
+    inode, before = os.stat(manifest).st_ino, tree(tmp_path)
+
+    def read_only(path, text):
+        raise OSError(errno.EROFS, "Read-only file system", path)
+
+    monkeypatch.setattr(gen, "_write_text_atomic", read_only)
+    res = generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
+                   corruptions="pixelate,contrast_up")
+    assert res[0]["written"] == [] and res[0]["skipped"] == ["pixelate", "contrast_up"]
+    assert os.stat(manifest).st_ino == inode and tree(tmp_path) == before
+    # anything new to record still needs the write
+    with pytest.raises(OSError, match="Read-only"):
+        generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
+                 corruptions="pixelate,gamma_corr_up")
+
+
 def test_other_parameters_refused_then_overwritten(root, tmp_path):
     generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
              corruptions="pixelate")
