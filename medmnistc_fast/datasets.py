@@ -263,7 +263,8 @@ class CorruptedSet:
     ``len(cs) == N * len(severities)``; item ``i`` is sample ``i % N`` at level
     ``severities[i // N]`` (file row ``stored_severities.index(level) * N + i % N``) and
     ``cs[i]`` returns ``(image, label)``: a new writable uint8 ndarray ``(H, W[, 3])`` and the
-    label row (``(L,)``, the file's dtype). Negative indices count from the end. :meth:`arrays` gives whole arrays (memory-mapped slices when possible).
+    label row (``(L,)``, the file's dtype). Negative indices count from the end.
+    :meth:`arrays` gives whole arrays (memory-mapped slices when possible).
 
     Raises
     ------
