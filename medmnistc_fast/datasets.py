@@ -6,6 +6,7 @@ Layout (the reference's ``DatasetManager``, kept by :mod:`medmnistc_fast.generat
     {root}/{dataset}/{corruption}.zarr    (with --format zarr) arrays of the same names
     {root}/{dataset}/manifest.json        (optional; written by generate)
 
+(``val_images`` / ``val_labels`` or ``train_...`` for ``generate --split val`` or ``train``.)
 ``test_images`` is uint8 ``(kN, H, W)`` or ``(kN, H, W, 3)``, ``test_labels`` ``(kN, L)``
 (``(kN,)`` is accepted too), severity-major: rows ``[j N, (j + 1) N)`` hold the j-th stored
 level. The stored levels are those that ``generate --severities`` wrote, read from the zarr
@@ -30,14 +31,23 @@ from . import registry
 from ._npz import inspect_npz, read_member_array
 from ._validation import _is_int, check_corruption, check_dataset
 
-__all__ = ["CorruptedSet", "TorchCorruptedSet", "available_corruptions", "IMAGES_KEY",
-           "LABELS_KEY"]
+__all__ = ["CorruptedSet", "TorchCorruptedSet", "available_corruptions", "folder_name",
+           "IMAGES_KEY", "LABELS_KEY", "SPLITS"]
 
-#: Array names in every corrupted-set file (the reference's ``DatasetManager``).
+#: Array names of the test split's files (the reference's ``DatasetManager``); a file of the
+#: val or train split (``generate --split``) names them ``val_images`` etc.
 IMAGES_KEY = "test_images"
 LABELS_KEY = "test_labels"
+#: MedMNIST splits, the prefixes of the array names.
+SPLITS = ("test", "val", "train")
 
 _FORMATS = ("auto", "npz", "zarr")
+
+
+def folder_name(dataset: str, split: str = "test") -> str:
+    """Folder of a dataset's files in a ``generate`` output: the flag for the test split (the
+    reference's layout), ``{flag}_{split}`` for val and train."""
+    return dataset if split == "test" else f"{dataset}_{split}"
 
 
 def _zarr():
@@ -67,34 +77,54 @@ def _open_npz_member(path: str, name: str, members: dict):
     return arr
 
 
-def _open_arrays(path: str, fmt: str):
-    """(images, labels) array-likes of the file at ``path``."""
-    if fmt == "npz":
-        members = inspect_npz(path)
-        return (_open_npz_member(path, IMAGES_KEY, members),
-                _open_npz_member(path, LABELS_KEY, members))
-    zarr = _zarr()
-    group = zarr.open_group(path, mode="r")
-    names = list(group.array_keys())
-    for key in (IMAGES_KEY, LABELS_KEY):
-        if key not in names:
-            raise ValueError(f"{path} has no array {key!r}; it has: "
-                             f"{', '.join(map(repr, names)) or 'none'}")
-    return group[IMAGES_KEY], group[LABELS_KEY]
+def _check_split(split):
+    if split is not None and not isinstance(split, str):
+        raise TypeError(f"split must be a str, one of {', '.join(map(repr, SPLITS))}, or None "
+                        f"(the file's own); got {type(split).__name__}")
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(map(repr, SPLITS))} or None (the "
+                         f"file's own); got {split!r}")
+    return split
 
 
-def _describe(path: str, fmt: str) -> tuple:
-    """(images shape, images dtype, labels shape) from headers only (nothing decompressed)."""
+def _file_split(path: str, names, split) -> str:
+    """The split whose ``{split}_images`` and ``{split}_labels`` the file holds: ``split`` if
+    given, else the only one present ("test" when several are)."""
+    present = [s for s in SPLITS if f"{s}_images" in names and f"{s}_labels" in names]
+    if split is None:
+        if len(present) == 1 or "test" in present:
+            return present[0]
+        want = f"{IMAGES_KEY} and {LABELS_KEY}"
+    elif split in present:
+        return split
+    else:
+        want = f"{split}_images and {split}_labels"
+    raise ValueError(f"{path} has no arrays {want}; it has: "
+                     f"{', '.join(map(repr, names)) or 'none'}"
+                     + (f" (pass split={present[0]!r})" if present and split is None else ""))
+
+
+def _open_arrays(path: str, fmt: str, split: str):
+    """(images, labels) array-likes of the ``split`` arrays of the file at ``path``."""
     if fmt == "npz":
         members = inspect_npz(path)
-        for key in (IMAGES_KEY, LABELS_KEY):
-            if key not in members:
-                raise ValueError(f"{path} has no array {key!r}; it has: "
-                                 f"{', '.join(map(repr, members)) or 'none'}")
-        im, lb = members[IMAGES_KEY], members[LABELS_KEY]
-        return tuple(im.shape), np.dtype(im.dtype), tuple(lb.shape)
-    images, labels = _open_arrays(path, fmt)
-    return tuple(images.shape), np.dtype(images.dtype), tuple(labels.shape)
+        return (_open_npz_member(path, f"{split}_images", members),
+                _open_npz_member(path, f"{split}_labels", members))
+    group = _zarr().open_group(path, mode="r")
+    return group[f"{split}_images"], group[f"{split}_labels"]
+
+
+def _describe(path: str, fmt: str, split) -> tuple:
+    """(split, images shape, images dtype, labels shape) from headers only (nothing
+    decompressed); ``split`` None: the file's own (:func:`_file_split`)."""
+    if fmt == "npz":
+        members = inspect_npz(path)
+        split = _file_split(path, list(members), split)
+        im, lb = members[f"{split}_images"], members[f"{split}_labels"]
+        return split, tuple(im.shape), np.dtype(im.dtype), tuple(lb.shape)
+    split = _file_split(path, list(_zarr().open_group(path, mode="r").array_keys()), split)
+    images, labels = _open_arrays(path, fmt, split)
+    return split, tuple(images.shape), np.dtype(images.dtype), tuple(labels.shape)
 
 
 def _format_of(path: str, fmt: str) -> str:
@@ -191,15 +221,17 @@ def _fspath(value, name: str) -> str:
     return path
 
 
-def available_corruptions(root, dataset: str) -> tuple:
+def available_corruptions(root, dataset: str, split: str = "test") -> tuple:
     """The corruptions of ``dataset`` that have a file under ``root`` (``.npz`` or ``.zarr``).
 
     Parameters
     ----------
     root : str or os.PathLike
-        The ``generate`` output folder (holding ``{dataset}/``).
+        The ``generate`` output folder (holding ``{dataset}/``, or ``{dataset}_{split}/``).
     dataset : str
         A dataset name of :data:`medmnistc_fast.registry.TABLES`.
+    split : {"test", "val", "train"}, default "test"
+        Which split's folder (:func:`folder_name`).
 
     Returns
     -------
@@ -212,14 +244,17 @@ def available_corruptions(root, dataset: str) -> tuple:
     FileNotFoundError
         ``root`` is not a folder.
     TypeError
-        ``root`` is not a str or os.PathLike.
+        ``root`` is not a str or os.PathLike; ``split`` not a str.
+    ValueError
+        Unknown ``dataset`` or ``split``.
     """
     dataset = check_dataset(dataset)
     root = _fspath(root, "root")
-    if not os.path.isdir(os.fspath(root)):
-        raise FileNotFoundError(f"root {os.fspath(root)!r} is not a folder (expected the "
-                                f"generate output folder holding {dataset}/)")
-    folder = os.path.join(os.fspath(root), dataset)
+    sub = folder_name(dataset, _check_split(split) or "test")
+    if not os.path.isdir(root):
+        raise FileNotFoundError(f"root {root!r} is not a folder (expected the generate output "
+                                f"folder holding {sub}/)")
+    folder = os.path.join(root, sub)
     return tuple(c for c in registry.TABLES[dataset]
                  if os.path.exists(os.path.join(folder, c + ".npz"))
                  or os.path.exists(os.path.join(folder, c + ".zarr")))
@@ -232,7 +267,7 @@ class CorruptedSet:
     ----------
     root : str or os.PathLike
         The ``generate`` output folder; the file is ``{root}/{dataset}/{corruption}.npz`` or
-        ``.zarr``: with ``format="auto"`` the one that the folder's ``manifest.json`` lists
+        ``.zarr`` (``{root}/{dataset}_{split}/...`` for ``split="val"`` or ``"train"``): with ``format="auto"`` the one that the folder's ``manifest.json`` lists
         (an ``--overwrite`` run in the other format leaves the older file on disk), else npz
         when both exist. Use :meth:`from_path` for a file elsewhere.
     dataset : str
@@ -244,6 +279,9 @@ class CorruptedSet:
         level (severity-major order).
     format : {"auto", "npz", "zarr"}
         File format; "auto" picks by extension.
+    split : {"test", "val", "train"} or None
+        The split written by ``generate --split``: its folder and arrays. None: the test
+        split's folder, and the file's own arrays (its only split, or "test").
 
     Attributes
     ----------
@@ -256,6 +294,8 @@ class CorruptedSet:
         The selected levels.
     image_shape : tuple of int
         ``(H, W)`` or ``(H, W, 3)``.
+    split : str
+        The split whose arrays are read.
     path : str
 
     Notes
@@ -271,19 +311,21 @@ class CorruptedSet:
     FileNotFoundError
         No file for the corruption under ``root`` (the message lists those present).
     ValueError, TypeError
-        Unknown names, bad ``root``, ``severity`` (including a level the file does not hold)
-        or ``format``; a file whose arrays do not have the layout above.
+        Unknown names, bad ``root``, ``severity`` (including a level the file does not hold),
+        ``format`` or ``split``; a file without the split's arrays, or whose arrays do not
+        have the layout above.
     """
 
     def __init__(self, root, dataset: str, corruption: str, *, severity=None,
-                 format: str = "auto"):
+                 format: str = "auto", split=None):
         dataset = check_dataset(dataset)
         corruption = check_corruption(dataset, corruption)
         if format not in _FORMATS:
             raise ValueError(f"format must be one of {', '.join(map(repr, _FORMATS))}; "
                              f"got {format!r}")
         root = _fspath(root, "root")
-        folder = os.path.join(root, dataset)
+        split = _check_split(split)
+        folder = os.path.join(root, folder_name(dataset, split or "test"))
         candidates = {"npz": os.path.join(folder, corruption + ".npz"),
                       "zarr": os.path.join(folder, corruption + ".zarr")}
         order = ("npz", "zarr") if format == "auto" else (format,)
@@ -293,16 +335,18 @@ class CorruptedSet:
             order = tuple(listed) + tuple(f for f in order if f not in listed)
         path = next((candidates[f] for f in order if os.path.exists(candidates[f])), None)
         if path is None:
-            present = available_corruptions(root, dataset) if os.path.isdir(folder) else ()
+            present = (available_corruptions(root, dataset, split or "test")
+                       if os.path.isdir(folder) else ())
             raise FileNotFoundError(
                 f"no corrupted set for {dataset}/{corruption} under {os.fspath(root)!r} "
                 f"(looked for {' and '.join(candidates[f] for f in order)}); present: "
                 f"{', '.join(present) or 'none'}")
         self.dataset, self.corruption = dataset, corruption
-        self._init(path, _format_of(path, format), severity)
+        self._init(path, _format_of(path, format), severity, split)
 
     @classmethod
-    def from_path(cls, path, *, severity=None, format: str = "auto") -> "CorruptedSet":
+    def from_path(cls, path, *, severity=None, format: str = "auto",
+                  split=None) -> "CorruptedSet":
         """Open a corrupted-set file anywhere (``.npz`` or ``.zarr``); names are not checked.
 
         ``dataset`` and ``corruption`` become the parent folder's and the file's names.
@@ -311,25 +355,27 @@ class CorruptedSet:
             raise ValueError(f"format must be one of {', '.join(map(repr, _FORMATS))}; "
                              f"got {format!r}")
         path = _fspath(path, "path")
+        split = _check_split(split)
         if not os.path.exists(path):
             raise FileNotFoundError(f"no such corrupted-set file: {path!r}")
         self = cls.__new__(cls)
         stem = os.path.basename(os.path.normpath(path))
         self.dataset = os.path.basename(os.path.dirname(os.path.abspath(path)))
         self.corruption = os.path.splitext(stem)[0]
-        self._init(path, _format_of(path, format), severity)
+        self._init(path, _format_of(path, format), severity, split)
         return self
 
-    def _init(self, path: str, fmt: str, severity) -> None:
+    def _init(self, path: str, fmt: str, severity, split) -> None:
         self.path, self.format = path, fmt
-        shape, dtype, lshape = _describe(path, fmt)
+        self.split, shape, dtype, lshape = _describe(path, fmt, split)
+        im_key, lb_key = f"{self.split}_images", f"{self.split}_labels"
         if dtype != np.uint8 or len(shape) not in (3, 4) or (
                 len(shape) == 4 and shape[3] not in (1, 3)):
-            raise ValueError(f"{path}: {IMAGES_KEY} must be uint8 (5N, H, W) or (5N, H, W, 3); "
+            raise ValueError(f"{path}: {im_key} must be uint8 (5N, H, W) or (5N, H, W, 3); "
                              f"got {dtype} {shape}")
         if len(lshape) not in (1, 2) or lshape[0] != shape[0]:
-            raise ValueError(f"{path}: {LABELS_KEY} must have shape (5N, L) or (5N,) with the "
-                             f"same 5N rows as {IMAGES_KEY}; got {lshape} for images {shape}")
+            raise ValueError(f"{path}: {lb_key} must have shape (5N, L) or (5N,) with the "
+                             f"same 5N rows as {im_key}; got {lshape} for images {shape}")
         self.stored_severities = stored = _stored_levels(path, fmt, shape[0])
         if shape[0] % len(stored):
             raise ValueError(f"{path}: {shape[0]} rows is not a multiple of {len(stored)} "
@@ -344,7 +390,7 @@ class CorruptedSet:
 
     def _get(self):
         if self._arrays is None or self._pid != os.getpid():
-            self._arrays = _open_arrays(self.path, self.format)
+            self._arrays = _open_arrays(self.path, self.format, self.split)
             self._pid = os.getpid()
         return self._arrays
 
@@ -434,7 +480,8 @@ class CorruptedSet:
 
     def __repr__(self) -> str:
         return (f"CorruptedSet({self.path!r}, dataset={self.dataset!r}, "
-                f"corruption={self.corruption!r}, severities={self.severities}, "
+                f"corruption={self.corruption!r}, split={self.split!r}, "
+                f"severities={self.severities}, "
                 f"n_per_severity={self.n_per_severity}, image_shape={self.image_shape})")
 
 

@@ -112,6 +112,7 @@ from ._fileio import tmp_name as _tmp_name
 from ._fileio import write_text_atomic as _write_text_atomic
 from ._version import __version__
 from ._validation import _fmt_choices, check_dataset
+from .datasets import folder_name
 from .api import corrupt, corrupt_batch, severity_table
 from .corruptions.pathology import suite_for_size
 
@@ -165,7 +166,7 @@ def input_path(root, dataset: str, size: int) -> str:
 def output_dir(out, dataset: str, split: str = "test") -> str:
     """Folder of a dataset's outputs: ``{out}/{flag}`` for test, ``{out}/{flag}_{split}`` else."""
     out = os.path.expanduser(os.fspath(out))
-    return os.path.join(out, dataset if split == "test" else f"{dataset}_{split}")
+    return os.path.join(out, folder_name(dataset, split))
 
 
 def _missing_message(path: str, size: int) -> str:

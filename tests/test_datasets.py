@@ -144,7 +144,8 @@ def test_errors(tmp_path):
     with pytest.raises(ValueError, match="must be uint8"):
         CorruptedSet(tmp_path, "pathmnist", "bubble")
     np.savez(tmp_path / "pathmnist" / "saturate.npz", images=images, labels=labels)
-    with pytest.raises(ValueError, match="no array 'test_images'"):
+    with pytest.raises(ValueError,
+                       match="has no arrays test_images and test_labels; it has: .images."):
         CorruptedSet(tmp_path, "pathmnist", "saturate")
 
 
@@ -344,3 +345,65 @@ def test_manifest_entry_of_another_file_is_ignored(tmp_path):
     cs = CorruptedSet(tmp_path, "pathmnist", "pixelate")
     assert cs.stored_severities == (1, 2, 3, 4, 5) and cs.n_per_severity == 2
     assert np.array_equal(cs.select(4).arrays()[0], images[6:8])
+
+
+@pytest.mark.parametrize("fmt", ["npz", "zarr"])
+def test_val_and_train_split_files(tmp_path, fmt):
+    # generate --split val / train writes val_images / val_labels (train_...): the loader reads
+    # the file's own split, or the one asked for.
+    images, labels = _data()
+    folder = tmp_path / "pathmnist"
+    folder.mkdir()
+    path = folder / f"pixelate.{fmt}"
+    if fmt == "zarr":
+        zarr = pytest.importorskip("zarr")
+        g = zarr.open_group(str(path), mode="w")
+        g.create_array("val_images", data=images, chunks=(2,) + images.shape[1:])
+        g.create_array("val_labels", data=labels)
+    else:
+        np.savez(path, val_images=images, val_labels=labels)
+    cs = CorruptedSet(tmp_path, "pathmnist", "pixelate")
+    assert cs.split == "val" and len(cs) == 5 * N and "split='val'" in repr(cs)
+    assert np.array_equal(cs[3 * N + 1][0], images[3 * N + 1])
+    assert np.array_equal(CorruptedSet.from_path(path, split="val")[0][1], labels[0])
+    with pytest.raises(ValueError, match="has no arrays test_images and test_labels"):
+        CorruptedSet(tmp_path, "pathmnist", "pixelate", split="test")
+    with pytest.raises(ValueError, match="split must be one of 'test', 'val', 'train'"):
+        CorruptedSet(tmp_path, "pathmnist", "pixelate", split="valid")
+    with pytest.raises(TypeError, match="split must be a str"):
+        CorruptedSet(tmp_path, "pathmnist", "pixelate", split=1)
+
+
+def test_several_splits_in_one_file(tmp_path):
+    # "test" when present; otherwise the caller must say which.
+    images, labels = _data()
+    folder = tmp_path / "pathmnist"
+    folder.mkdir()
+    np.savez(folder / "pixelate.npz", test_images=images, test_labels=labels,
+             train_images=images[::-1], train_labels=labels[::-1])
+    np.savez(folder / "bubble.npz", val_images=images, val_labels=labels,
+             train_images=images[::-1], train_labels=labels[::-1])
+    assert CorruptedSet(tmp_path, "pathmnist", "pixelate").split == "test"
+    tr = CorruptedSet.from_path(folder / "pixelate.npz", split="train")
+    assert np.array_equal(tr[0][0], images[-1])
+    with pytest.raises(ValueError, match=r"pass split='val'"):
+        CorruptedSet(tmp_path, "pathmnist", "bubble")
+    assert CorruptedSet.from_path(folder / "bubble.npz", split="train").split == "train"
+
+
+def test_generated_val_split_reads_back(tmp_path):
+    # The loader reads what generate writes for --split val (arrays input, tiny images).
+    from medmnistc_fast.generate import generate
+
+    g = np.random.default_rng(3)
+    imgs = g.integers(0, 256, (3, 16, 16, 3), dtype=np.uint8)
+    labs = g.integers(0, 9, (3, 1))
+    generate("pathmnist", tmp_path, images=imgs, labels=labs, split="val",
+             corruptions=["pixelate"], workers=1)
+    assert available_corruptions(tmp_path, "pathmnist", "val") == ("pixelate",)
+    assert available_corruptions(tmp_path, "pathmnist") == ()  # pathmnist/ (test) is empty
+    cs = CorruptedSet(tmp_path, "pathmnist", "pixelate", split="val")  # in pathmnist_val/
+    assert cs.split == "val" and cs.n_per_severity == 3
+    assert np.array_equal(cs[2 * 3][1], labs[0])
+    with pytest.raises(FileNotFoundError, match="pathmnist/pixelate.npz"):
+        CorruptedSet(tmp_path, "pathmnist", "pixelate")  # the test split's folder
