@@ -97,6 +97,7 @@ import re
 import shutil
 import signal
 import struct
+import sys
 import warnings
 from collections import deque
 from dataclasses import dataclass, field
@@ -112,7 +113,7 @@ from ._fileio import tmp_name as _tmp_name
 from ._fileio import write_text_atomic as _write_text_atomic
 from ._version import __version__
 from ._validation import _fmt_choices, check_dataset
-from .datasets import folder_name
+from .datasets import SPLITS, folder_name
 from .api import corrupt, corrupt_batch, severity_table
 from .corruptions.pathology import suite_for_size
 
@@ -123,7 +124,6 @@ __all__ = ["generate", "input_path", "output_dir", "load_images", "render_previe
 #: Default folder of the MedMNIST+ ``.npz`` files (the ``medmnist`` package's default).
 DEFAULT_ROOT = os.path.join("~", ".medmnist")
 #: Splits of a MedMNIST+ file.
-SPLITS = ("test", "val", "train")
 #: Output containers.
 FORMATS = ("npz", "zarr")
 #: Name of the per-dataset manifest.
@@ -267,11 +267,11 @@ def _resolve_corruptions(datasets: list, corruptions) -> dict:
     for c in wanted:
         if not isinstance(c, str) or c not in every:
             if len(datasets) == 1:
-                valid = ", ".join(registry.TABLES[datasets[0]])
+                valid = _fmt_choices(registry.TABLES[datasets[0]])
                 raise ValueError(f"corruption {c!r} is not defined for dataset {datasets[0]!r}; "
                                  f"valid corruptions: {valid}")
             raise ValueError(f"corruption {c!r} is not defined for any of the selected datasets; "
-                             f"valid corruptions: {', '.join(sorted(every))}")
+                             f"valid corruptions: {_fmt_choices(sorted(every))}")
     return {d: [c for c in registry.TABLES[d] if c in wanted] for d in datasets}
 
 
@@ -302,6 +302,28 @@ def _default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+def _unimportable_main():
+    """The main module's file when worker processes could not import it (a script read from
+    standard input: ``__file__ == '<stdin>'``), else None. The pool's workers (fork server or
+    spawn) import the main module first, and die on such a path."""
+    path = getattr(sys.modules.get("__main__"), "__file__", None)
+    return path if isinstance(path, str) and not os.path.exists(path) else None
+
+
+def _resolve_workers(workers) -> int:
+    """``workers`` checked (None: one per available core); one worker when the main module
+    cannot be imported by worker processes and none were asked for (an error if they were)."""
+    bad_main = _unimportable_main()
+    if workers is None:
+        return 1 if bad_main else _default_workers()
+    workers = _check_int(workers, "workers", 1)
+    if workers > 1 and bad_main:
+        raise ValueError(f"workers must be 1 here: worker processes import the main module, "
+                         f"and {bad_main!r} is not a file (a script read from standard input); "
+                         f"save the script to a file, or pass workers=1; got workers={workers}")
+    return workers
 
 
 # ====================================================================================== inputs
@@ -1622,7 +1644,9 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         image's index (row) in the input.
     workers : int >= 1, optional
         Worker processes on this machine (default: the CPUs available). 1 runs in-process.
-        Each worker runs one corruption thread (and decodes folder images).
+        Each worker runs one corruption thread (and decodes folder images). Workers import
+        the main module: from a script read from standard input (``python -``) only 1 works
+        (the default then), so save such a script to a file first.
     scheduler : str or dask.distributed.Client, optional
         Run the chunk tasks on a Dask distributed cluster: a scheduler address such as
         ``"tcp://host:8786"``, the path of a ``--scheduler-file`` JSON written by
@@ -1660,7 +1684,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         Unknown dataset, corruption or severity; an empty ``out``; more than one input; a
         damaged or malformed input (not a zip, missing arrays, wrong dtype or shape, CRC
         error; for a folder, see ``folder``); outputs made with other parameters without
-        ``overwrite``. Inputs are all checked before anything is written.
+        ``overwrite``; ``workers`` > 1 from a script read from standard input. Inputs are
+        all checked before anything is written.
     TypeError
         Arguments of the wrong type (``out`` not a str or os.PathLike, ``sample``,
         ``compress``, ``overwrite`` or ``progress`` not a bool, ``images`` not uint8,
@@ -1718,7 +1743,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
             f"scheduler file not found: {os.fspath(scheduler)} (the file that `dask scheduler "
             f"--scheduler-file FILE` writes once it runs); start the scheduler first, or pass "
             f"its address (tcp://host:8786)")
-    workers = _default_workers() if workers is None else _check_int(workers, "workers", 1)
+    if scheduler is None:
+        workers = _resolve_workers(workers)
     if fmt == "zarr":
         try:
             import zarr  # noqa: F401

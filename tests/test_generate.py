@@ -223,6 +223,26 @@ def test_dataset_without_the_requested_corruptions_is_named(tmp_path):
     assert not os.path.exists(os.path.join(str(tmp_path), "octmnist"))
 
 
+def test_script_from_stdin_runs_in_process(tmp_path, monkeypatch):
+    """A script read from standard input (``python -``, ``__file__ == '<stdin>'``) cannot be
+    imported by pool workers: workers=2 is refused before anything starts, naming workers (it
+    used to end in a traceback and BrokenProcessPool); the default runs in this process."""
+    monkeypatch.setattr(sys.modules["__main__"], "__file__", "<stdin>", raising=False)
+    kw = dict(sample=True, sample_n=2, size=SIZE, corruptions="bubble")
+    with pytest.raises(ValueError, match=r"workers must be 1 here: .*'<stdin>' is not a file.*"
+                                         r"got workers=2"):
+        generate("pathmnist", tmp_path / "a", workers=2, **kw)
+    assert not (tmp_path / "a").exists()
+    res = generate("pathmnist", tmp_path / "b", **kw)
+    assert res[0]["written"] == ["bubble"]
+
+
+def test_unknown_corruption_lists_valid_names_quoted(tmp_path):
+    with pytest.raises(ValueError, match=r"corruption 'gaussian_noise' is not defined for dataset "
+                                         r"'pathmnist'; valid corruptions: 'pixelate', "):
+        generate("pathmnist", tmp_path, sample=True, corruptions="gaussian_noise")
+
+
 # ----------------------------------------------------------------------------- resume, safety
 def test_resume_repairs_and_cleans(root, reference, tmp_path):
     out, _ = reference
