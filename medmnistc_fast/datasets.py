@@ -145,18 +145,23 @@ def _format_of(path: str, fmt: str) -> str:
     return fmt
 
 
-def _manifest_entry(path: str):
-    """The entry of ``manifest.json`` (beside ``path``) whose ``file`` is ``path``'s name, or
-    None: no manifest, an unreadable or foreign one, or no entry for that file."""
-    folder, name = os.path.split(os.path.abspath(path))
+def _manifest_files(folder: str):
+    """The ``files`` of the generate manifest in ``folder`` (``{corruption: entry}``), or None:
+    no manifest, or an unreadable or foreign one (the reference writes none)."""
     try:
         with open(os.path.join(folder, "manifest.json"), encoding="utf-8") as fh:
             m = json.load(fh)
     except (OSError, ValueError):
         return None
     files = m.get("files") if isinstance(m, dict) else None
-    if not isinstance(files, dict):
-        return None
+    return files if isinstance(files, dict) else None
+
+
+def _manifest_entry(path: str):
+    """The entry of ``manifest.json`` (beside ``path``) whose ``file`` is ``path``'s name, or
+    None: no manifest, an unreadable or foreign one, or no entry for that file."""
+    folder, name = os.path.split(os.path.abspath(path))
+    files = _manifest_files(folder) or {}
     return next((e for e in files.values() if isinstance(e, dict) and e.get("file") == name),
                 None)
 
@@ -237,7 +242,9 @@ def available_corruptions(root, dataset: str, split: str = "test") -> tuple:
     -------
     tuple of str
         In the reference's order (``medmnistc_fast.corruptions(dataset)``); empty when the
-        folder exists but holds none.
+        folder exists but holds none. When the folder has a ``generate`` manifest, only the
+        corruptions it lists: files that an ``--overwrite`` run with other parameters did not
+        regenerate stay on disk, and would mix runs (seeds, sizes) in one evaluation.
 
     Raises
     ------
@@ -255,9 +262,11 @@ def available_corruptions(root, dataset: str, split: str = "test") -> tuple:
         raise FileNotFoundError(f"root {root!r} is not a folder (expected the generate output "
                                 f"folder holding {sub}/)")
     folder = os.path.join(root, sub)
+    listed = _manifest_files(folder)
     return tuple(c for c in registry.TABLES[dataset]
-                 if os.path.exists(os.path.join(folder, c + ".npz"))
-                 or os.path.exists(os.path.join(folder, c + ".zarr")))
+                 if (listed is None or c in listed)
+                 and (os.path.exists(os.path.join(folder, c + ".npz"))
+                      or os.path.exists(os.path.join(folder, c + ".zarr"))))
 
 
 class CorruptedSet:

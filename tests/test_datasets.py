@@ -407,3 +407,19 @@ def test_generated_val_split_reads_back(tmp_path):
     assert np.array_equal(cs[2 * 3][1], labs[0])
     with pytest.raises(FileNotFoundError, match="pathmnist/pixelate.npz"):
         CorruptedSet(tmp_path, "pathmnist", "pixelate")  # the test split's folder
+
+
+def test_available_lists_the_manifest_files_only(tmp_path):
+    # An --overwrite run with other parameters leaves the earlier run's other files on disk;
+    # listing them would mix seeds in one evaluation loop.
+    from medmnistc_fast.generate import generate
+
+    g = np.random.default_rng(4)
+    imgs = g.integers(0, 256, (2, 16, 16, 3), dtype=np.uint8)
+    labs = g.integers(0, 9, (2, 1))
+    kw = dict(images=imgs, labels=labs, workers=1)
+    generate("pathmnist", tmp_path, corruptions=["pixelate", "bubble"], seed=0, **kw)
+    assert available_corruptions(tmp_path, "pathmnist") == ("pixelate", "bubble")
+    generate("pathmnist", tmp_path, corruptions=["bubble"], seed=5, overwrite=True, **kw)
+    assert (tmp_path / "pathmnist" / "pixelate.npz").exists()  # kept, not listed
+    assert available_corruptions(tmp_path, "pathmnist") == ("bubble",)
