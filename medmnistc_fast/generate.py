@@ -287,9 +287,14 @@ def _resolve_severities(severities) -> tuple:
             try:
                 v = int(v)
             except ValueError:
-                raise ValueError(f"severities must be ints in 1..{registry.N_SEVERITIES}; "
+                raise ValueError(f"severities must hold ints in 1..{registry.N_SEVERITIES}; "
                                  f"got {v!r}") from None
-        out.add(_check_int(v, "severity", 1, registry.N_SEVERITIES))
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"severities must hold ints in 1..{registry.N_SEVERITIES}; got "
+                            f"{v!r} ({type(v).__name__})")
+        if not 1 <= v <= registry.N_SEVERITIES:
+            raise ValueError(f"severities must hold ints in 1..{registry.N_SEVERITIES}; got {v!r}")
+        out.add(int(v))
     return tuple(sorted(out))
 
 

@@ -273,7 +273,7 @@ def _write_missing_key(path):
     ([], _write_float, "dtype float64; expected uint8"),
     ([], _write_missing_key, "no array 'test_labels'"),
     (["--corruptions", "bubble"], "good", "'bubble' is not defined for dataset 'chestmnist'"),
-    (["--severities", "6"], "good", r"severity must be an int in 1..5"),
+    (["--severities", "6"], "good", r"severities must hold ints in 1..5; got 6"),
 ])
 def test_bad_inputs_exit_2_one_line(tmp_path, capsys, extra, write, msg):
     root = tmp_path / "root"

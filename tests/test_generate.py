@@ -404,8 +404,8 @@ def test_missing_file_message(tmp_path):
                                  "image folder"),
     ({"dataset": "chestmnist,pathology224"}, "pathology224 has no MedMNIST"),
     ({"corruptions": "bubble"}, "'bubble' is not defined for dataset 'chestmnist'"),
-    ({"severities": "0,2"}, r"severity must be an int in 1\.\.5"),
-    ({"severities": "x"}, r"severities must be ints in 1\.\.5"),
+    ({"severities": "0,2"}, r"severities must hold ints in 1\.\.5; got 0"),
+    ({"severities": "x"}, r"severities must hold ints in 1\.\.5; got .x."),
     ({"split": "dev"}, "split must be one of"),
     ({"fmt": "hdf5"}, "fmt must be one of"),
 ])
