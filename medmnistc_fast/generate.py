@@ -1799,8 +1799,11 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
             try:
                 os.makedirs(run.dir, exist_ok=True)
             except OSError as exc:
+                why = ("a file of that name is in the way"
+                       if os.path.exists(run.dir) and not os.path.isdir(run.dir)
+                       else exc.strerror or exc)
                 raise type(exc)(exc.errno, f"cannot create the output folder {run.dir!r} (out="
-                                f"{os.fspath(out)!r}): {exc.strerror or exc}") from None
+                                f"{os.fspath(out)!r}): {why}") from None
             with _dir_lock(run.dir):
                 try:
                     removed = _clean_temps(run.dir)

@@ -436,3 +436,13 @@ def test_list_text(capsys):
     assert "  hue               0.02, 0.04, 0.06, 0.08, 0.1" in out
     assert "  marking           (24, 26), (49, 53), (75, 80), (101, 107), (126, 135)" in out
 
+
+
+def test_out_dataset_folder_blocked_by_a_file(tmp_path, capsys):
+    # {out}/{flag} exists as a regular file: the message says so (it said "File exists").
+    (tmp_path / "pathmnist").write_text("x")
+    code = main(["generate", "--sample", "--sample-n", "2", "--dataset", "pathmnist",
+                 "--corruptions", "pixelate", "--out", str(tmp_path), "--workers", "1", "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and "a file of that name is in the way" in err
+    assert (tmp_path / "pathmnist").read_text() == "x"
