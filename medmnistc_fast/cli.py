@@ -143,7 +143,7 @@ def _build_parser() -> argparse.ArgumentParser:
                         "the rows of that image in a generate output of the same seed")
     p.add_argument("--out", required=True, metavar="FILE.png", help="PNG file to write")
 
-    ls = sub.add_parser("list", parents=[common],
+    ls = sub.add_parser("list",
                         help="datasets and pathology suites, their corruptions and severity "
                              "tables",
                         description="Print every dataset and pathology suite (or one) with its "
@@ -206,17 +206,35 @@ def _cmd_preview(args) -> int:
     grid = render_preview(img, args.dataset, seed=args.seed, index=args.index,
                           corruptions=args.corruptions)
     parent = os.path.dirname(os.path.abspath(args.out))
-    os.makedirs(parent, exist_ok=True)
     tmp = os.path.join(parent, f".{os.path.basename(args.out)}.partial")
     try:
+        if os.path.isdir(args.out):
+            raise IsADirectoryError(21, "it is a folder")
+        os.makedirs(parent, exist_ok=True)
         grid.save(tmp, format="PNG")
         os.replace(tmp, args.out)
+    except OSError as exc:  # the OS's message would name the temporary file
+        blocked = next((a for a in _ancestors(parent) if os.path.isfile(a)), None)
+        why = f"{blocked!r} is a file, not a folder" if blocked else exc.strerror or exc
+        raise type(exc)(exc.errno, f"cannot write --out {args.out!r}: {why}") from None
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
     if not args.quiet:
         print(f"wrote {args.out} ({grid.width} x {grid.height} px)", file=sys.stderr)
     return 0
+
+
+def _ancestors(path: str):
+    """``path`` and its parent folders, innermost first."""
+    import os
+
+    while True:
+        yield path
+        up = os.path.dirname(path)
+        if up == path:
+            return
+        path = up
 
 
 def _fold_of(dataset: str, corruption: str):

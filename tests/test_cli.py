@@ -446,3 +446,21 @@ def test_out_dataset_folder_blocked_by_a_file(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "a file of that name is in the way" in err
     assert (tmp_path / "pathmnist").read_text() == "x"
+
+
+@pytest.mark.parametrize("where, why", [
+    ("folder.png", "it is a folder"),                       # --out names an existing folder
+    ("blocker/x.png", "'{b}' is a file, not a folder"),      # its folder is a regular file
+    ("blocker/a/x.png", "'{b}' is a file, not a folder"),
+])
+def test_preview_unwritable_out_is_named(tmp_path, capsys, where, why):
+    # The message names --out and the reason; the OS's own named the temporary .partial file.
+    (tmp_path / "folder.png").mkdir()
+    (tmp_path / "blocker").write_text("x")
+    out = tmp_path / where
+    code = main(["preview", "--dataset", "pathmnist", "--sample", "--out", str(out), "-q"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert f"cannot write --out {str(out)!r}: " + why.format(b=tmp_path / "blocker") in err[0]
+    assert ".partial" not in err[0] and (tmp_path / "blocker").read_text() == "x"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["blocker", "folder.png"]
