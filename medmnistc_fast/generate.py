@@ -578,7 +578,10 @@ def _probe_image(path: str, data: bytes) -> tuple:
     try:
         im = Image.open(io.BytesIO(data))
     except Exception as exc:  # noqa: BLE001 - Pillow raises many kinds for unreadable files
-        raise ValueError(f"{path}: not an image Pillow can read ({exc})") from None
+        # Pillow's message names the in-memory buffer ("<_io.BytesIO object at 0x...>")
+        why = re.sub(r"\s*<_io\.BytesIO object at 0x[0-9a-fA-F]+>", "", str(exc)).strip()
+        raise ValueError(f"{path}: not an image Pillow can read ({why or type(exc).__name__})"
+                         ) from None
     with im:
         mode = im.mode
         deep = mode in ("I", "F") or mode.startswith(("I;", "F;")) or any(
