@@ -220,7 +220,10 @@ def _suite_message(d: str) -> str:
 
 def _resolve_datasets(dataset) -> list:
     """MedMNIST+ flags for file and sample inputs (``"all"``: the 12 datasets)."""
-    names = ["all"] if dataset is None else _as_list(dataset, "dataset")
+    if dataset is None:  # not "all": a forgotten argument must not start a run of all twelve
+        raise TypeError("dataset must be a str (a flag, a comma-separated list or 'all') or a "
+                        "sequence of flags; got None")
+    names = _as_list(dataset, "dataset")
     if not names:
         raise ValueError("dataset must name at least one dataset, or 'all'")
     if "all" in names:
@@ -1695,7 +1698,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         ``overwrite``; ``workers`` > 1 from a script read from standard input. Inputs are
         all checked before anything is written.
     TypeError
-        Arguments of the wrong type (``out`` not a str or os.PathLike, ``sample``,
+        Arguments of the wrong type (``dataset`` None or not a str or sequence of str,
+        ``out`` not a str or os.PathLike, ``sample``,
         ``compress``, ``overwrite`` or ``progress`` not a bool, ``images`` not uint8,
         ``labels`` not integers, ``images`` without ``labels``).
     ImportError

@@ -432,6 +432,11 @@ def test_bad_argument_types(root, tmp_path, kwargs, msg):
         generate(GRAY_DS, args.pop("out"), **args)
     with pytest.raises(TypeError, match="sample must be a bool"):
         generate(GRAY_DS, tmp_path / "out", sample="no", size=SIZE, workers=1)
+    # None is not "all": a forgotten dataset must not start a run over the twelve datasets
+    with pytest.raises(TypeError, match="dataset must be a str .* got None"):
+        generate(None, tmp_path / "out", root=root, size=SIZE, workers=1)
+    with pytest.raises(TypeError, match="dataset must be a str"):
+        generate(["pathmnist", 3], tmp_path / "out", root=root, size=SIZE, workers=1)
     assert not (tmp_path / "out").exists() and not os.path.exists(b"out")
 
 
