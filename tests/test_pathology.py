@@ -569,3 +569,25 @@ def test_suite_for_size():
     assert P.suite_for_size(160, 160) == "pathology96"
     assert P.suite_for_size(161, 200) == "pathology224"
     assert P.suite_for_size(224, 224) == "pathology224"
+
+
+@pytest.mark.parametrize("func, names", [(P.suite_for_size, ("height", "width")),
+                                         (P.blot, ("width", "height")),
+                                         (P.bubble_layer, ("height", "width"))])
+def test_size_helpers_validate_their_arguments(func, names):
+    # Bad sizes are named in the error (they used to surface as NumPy's "attempt to get argmax
+    # of an empty sequence" / "invalid literal for int()", or as a silent answer for -5 or 2.5).
+    for i, name in enumerate(names):
+        for bad, exc in [(0, ValueError), (-5, ValueError), (2.5, TypeError), ("96", TypeError),
+                         (True, TypeError), (None, TypeError)]:
+            args = [12, 12]
+            args[i] = bad
+            with pytest.raises(exc, match=name):
+                func(*args)
+    # True == 1 and 12.0 == 12 must not slip through a cache entry made with a valid int.
+    func(1, 1), func(12, 12)
+    with pytest.raises(TypeError, match=names[0]):
+        func(True, 1)
+    with pytest.raises(TypeError, match=names[0]):
+        func(12.0, 12)
+    assert func(np.int64(12), 12) is not None

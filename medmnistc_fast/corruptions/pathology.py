@@ -63,7 +63,7 @@ import numba
 import numpy as np
 
 from .._config import NJIT
-from .._validation import as_hwc, check_seed, to_float
+from .._validation import _is_int, as_hwc, check_seed, to_float
 from ..rng import GAMMA, _splitmix64_array, generator, key_from_seed
 from ._hsv import HSV_CHANNELS, hsv_shift_kernel, hsv_shift_pixel  # noqa: F401 (re-exported)
 from ._spec import Context, Kind, to_gray, to_rgb
@@ -114,6 +114,16 @@ def _uniforms(seed: int, n: int) -> np.ndarray:
 
 def _round_half_up(x: float) -> int:
     return int(math.floor(x + 0.5))
+
+
+def _check_side(value, name: str) -> int:
+    """``value`` as an int >= 1 (a size in pixels); bools, floats and strings are rejected."""
+    if not _is_int(value):
+        raise TypeError(f"{name} must be a positive int (pixels); got {value!r} "
+                        f"({type(value).__name__})")
+    if int(value) < 1:
+        raise ValueError(f"{name} must be a positive int (pixels); got {value!r}")
+    return int(value)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,7 +201,7 @@ def _to_outline(pixel, n: int, lo: float, hi: float):
 _BLOT_BLOCK_ROWS = 32
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=64, typed=True)
 def blot(width: int, height: int):
     """The synthetic ink blot rendered in a ``height`` x ``width`` pixel box.
 
@@ -218,8 +228,15 @@ def blot(width: int, height: int):
     mask : ndarray, shape (height, width), bool, read-only
     colour : ndarray, shape (height, width, 3), uint8, read-only
         Ink colour (meaningful where ``mask``).
+
+    Raises
+    ------
+    TypeError
+        ``width`` or ``height`` not an int (bools and floats included).
+    ValueError
+        ``width`` or ``height`` below 1.
     """
-    width, height = int(width), int(height)
+    width, height = _check_side(width, "width"), _check_side(height, "height")
     a, b, (xmin, xmax, ymin, ymax), (kx, ky, phase, weight) = _blot_geometry()
     n = _BLOT_SUPERSAMPLE
     sub = (np.arange(n) + 0.5) / n
@@ -339,7 +356,7 @@ def marking_kernel(image: np.ndarray, *, width: int, height: int, x: int, y: int
 
 @lru_cache(maxsize=16)
 def _gray_ink(width: int, height: int) -> np.ndarray:
-    gray = to_gray(np.ascontiguousarray(blot(width, height)[1]))
+    gray = to_gray(np.ascontiguousarray(blot(int(width), int(height))[1]))
     gray.setflags(write=False)
     return gray
 
@@ -381,7 +398,7 @@ BUBBLE_RIM = (29.0, 29.0, 30.0)
 _BUBBLE_LINES = ((0.012, 0.010, 1.0), (0.045, 0.007, 0.7))
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=32, typed=True)
 def bubble_layer(height: int, width: int):
     """The synthetic bubble image and its blending mask at ``height`` x ``width`` pixels.
 
@@ -396,12 +413,24 @@ def bubble_layer(height: int, width: int):
     * bubble = ``(1 - D) * interior + D * BUBBLE_RIM``, interior = :data:`BUBBLE_INTERIOR` +
       ``3 (1 - rho^2)``, rounded half up to uint8.
 
+    Parameters
+    ----------
+    height, width : int, >= 1
+        Image size in pixels.
+
     Returns
     -------
     bubble : ndarray, shape (height, width, 3), uint8, read-only
     mask : ndarray, shape (height, width), float64 in [0, 1], read-only
+
+    Raises
+    ------
+    TypeError
+        ``height`` or ``width`` not an int (bools and floats included).
+    ValueError
+        ``height`` or ``width`` below 1.
     """
-    height, width = int(height), int(width)
+    height, width = _check_side(height, "height"), _check_side(width, "width")
     side = min(height, width)
     cx, cy = BUBBLE_CENTRE[0] * width, BUBBLE_CENTRE[1] * height
     ax, ay = BUBBLE_AXES[0] * width, BUBBLE_AXES[1] * height
@@ -463,7 +492,7 @@ def bubble_kernel(image: np.ndarray, *, strength: float) -> np.ndarray:
         bubble exactly where the mask is 1.
     """
     rgb = to_rgb(image)
-    bubble, mask = bubble_layer(image.shape[0], image.shape[1])
+    bubble, mask = bubble_layer(int(image.shape[0]), int(image.shape[1]))
     out = _blend(rgb, bubble, mask, float(strength))
     return to_gray(out) if image.shape[2] == 1 else out
 
@@ -488,8 +517,26 @@ def suite_for_size(height: int, width: int) -> str:
     ``"pathology96"`` up to 160 px (the midpoint of 96 and 224), ``"pathology224"`` above. The
     original benchmark accepts only exactly 96 or 224 px; here either table works on any size,
     its spatial parameters scaled by ``min(H, W) / reference_size``.
+
+    Parameters
+    ----------
+    height, width : int, >= 1
+        Image size in pixels.
+
+    Returns
+    -------
+    str
+        ``"pathology96"`` or ``"pathology224"``.
+
+    Raises
+    ------
+    TypeError
+        ``height`` or ``width`` not an int (bools and floats included).
+    ValueError
+        ``height`` or ``width`` below 1.
     """
-    return "pathology96" if min(int(height), int(width)) <= 160 else "pathology224"
+    side = min(_check_side(height, "height"), _check_side(width, "width"))
+    return "pathology96" if side <= 160 else "pathology224"
 
 
 # ---------------------------------------------------------------------------------------------
