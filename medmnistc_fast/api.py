@@ -33,7 +33,9 @@ def corruptions(dataset: str) -> tuple:
     Parameters
     ----------
     dataset : str
-        One of :data:`medmnistc_fast.DATASETS`.
+        One of :data:`medmnistc_fast.DATASETS` or :data:`medmnistc_fast.PATHOLOGY_SUITES`
+        (``"pathology96"``, ``"pathology224"``: the nine corruptions of Zhang et al., MICCAI
+        2022, arXiv:2206.14973, in that paper's order).
 
     Returns
     -------
@@ -210,7 +212,7 @@ def _apply(kind, param, ctx, image_hwc, key) -> np.ndarray:
 
 
 def corrupt(image, corruption, severity, *, dataset, seed=None, index=0) -> np.ndarray:
-    """Corrupt one image as the MedMNIST-C benchmark does.
+    """Corrupt one image as the MedMNIST-C benchmark (or the digital-pathology suite) does.
 
     Parameters
     ----------
@@ -223,7 +225,8 @@ def corrupt(image, corruption, severity, *, dataset, seed=None, index=0) -> np.n
     severity : int
         1..5 (level 1 = first table entry).
     dataset : str
-        One of :data:`medmnistc_fast.DATASETS`; selects the severity table.
+        One of :data:`medmnistc_fast.DATASETS` or :data:`medmnistc_fast.PATHOLOGY_SUITES`
+        (``"pathology96"``, ``"pathology224"``); selects the severity table.
     seed : int >= 0 or None
         With an int, the output is a pure function of (seed, dataset, corruption, severity,
         index, pixels). None draws fresh OS entropy.
@@ -245,7 +248,9 @@ def corrupt(image, corruption, severity, *, dataset, seed=None, index=0) -> np.n
     References
     ----------
     F. Di Salvo, S. Doerrich, C. Ledig, "MedMNIST-C", arXiv:2406.17536 (2024); reference
-    implementation ``medmnistc`` 0.1.0.
+    implementation ``medmnistc`` 0.1.0. Pathology suite: Y. Zhang et al., "Benchmarking the
+    Robustness of Deep Neural Networks to Common Corruptions in Digital Pathology", MICCAI 2022,
+    arXiv:2206.14973 (:mod:`medmnistc_fast.corruptions.pathology`).
     """
     hwc = as_hwc(image)
     index = check_nonneg_int(index, "index", upper=MAX_INDEX - 1)

@@ -591,3 +591,13 @@ def test_size_helpers_validate_their_arguments(func, names):
     with pytest.raises(TypeError, match=names[0]):
         func(12.0, 12)
     assert func(np.int64(12), 12) is not None
+
+
+def test_hsv_shift_channel_names_case_insensitive(patches96):
+    # Documented: the channel name is case-insensitive; the shift equals scikit-image's.
+    img = patches96[1]
+    hsv = skimage.color.rgb2hsv(img / 255.0)
+    hsv[..., 2] = np.clip(hsv[..., 2] + 0.2, 0, 1)
+    want = (np.clip(skimage.color.hsv2rgb(hsv), 0, 1) * 255).astype(np.uint8)
+    for name in ("v", "V", "value", "Value", "VALUE"):
+        assert np.array_equal(P.hsv_shift(img, name, 0.2), want)

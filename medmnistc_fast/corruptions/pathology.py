@@ -287,8 +287,11 @@ def marking_sample(param, ctx: Context) -> dict:
     ----------
     param : tuple of (int, int)
         (width, height) of the blot in pixels at the reference size (registry table
-        ``marking``: (10, 10) .. (54, 57) at 96 px, (24, 26) .. (126, 135) at 224; the spec
-        lists them height x width, "10x10 .. 57x54" and "26x24 .. 135x126").
+        ``marking``: (10, 10) .. (54, 57) at 96 px, (24, 26) .. (126, 135) at 224). The spec
+        gives "about 10x10 .. 57x54" and "26x24 .. 135x126" without saying which side comes
+        first; they are read here as height x width (NumPy's (H, W) order), so the blots are
+        slightly taller than wide. The area, the spec's "(s/10)^2 of the image", is the same
+        either way.
     ctx : Context
         ``ctx.scale = min(H, W) / reference_size``; ``ctx.reference_size`` (96 or 224) selects the
         top-left corner in :data:`MARKING_POSITIONS`.
@@ -576,6 +579,7 @@ def hsv_shift(image, channel, amount: float) -> np.ndarray:
     image : ndarray, shape (H, W), (H, W, 1) or (H, W, 3), uint8
         Gray images go through RGB and back to L (Pillow's luma).
     channel : {"hue", "saturation", "value"} or {"h", "s", "v"}
+        Case-insensitive (``"V"`` and ``"Value"`` work too).
     amount : float, in [-1, 1]
         Shift on the [0, 1] channel scale. Saturation and value are clipped to [0, 1]; hue is
         cyclic (1 is subtracted above 1, added below 0).
@@ -618,8 +622,9 @@ def marking(image, size, position=None, *, seed=None) -> np.ndarray:
         1024 x 1024, then it is cached).
     position : (int, int) or None
         (x, y) = column and row of the box's top-left corner in pixels, each with absolute
-        value <= 2**30 (the part outside the image is cropped); None draws it uniformly so that the blot lies inside the image
-        (along a side where the blot is larger, so that the image lies inside its box).
+        value <= 2**30 (the part outside the image is cropped); None draws it uniformly so
+        that the blot lies inside the image (along a side where the blot is larger, so that
+        the image lies inside its box).
         The pathology suite uses (17, 10) at 96 px and (27, 13) at 224 px.
     seed : int >= 0 or None
         For ``position=None``: fixes the drawn position (None: fresh OS entropy). Validated,
