@@ -46,3 +46,10 @@ def images(draw, min_side=8, max_side=256, chans=channels, noise=True):
 def dataset_corruption(draw):
     d = draw(datasets)
     return d, draw(st.sampled_from(tuple(registry.TABLES[d])))
+
+
+@st.composite
+def pathology_corruption(draw):
+    """(suite, corruption) of the digital-pathology suite (``pathology96`` / ``pathology224``)."""
+    d = draw(st.sampled_from(registry.PATHOLOGY_SUITES))
+    return d, draw(st.sampled_from(tuple(registry.TABLES[d])))

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 import medmnistc_fast as mf
 from medmnistc_fast import registry
-from tests.strategies import dataset_corruption, images, seeds, severities
+from tests.strategies import dataset_corruption, images, pathology_corruption, seeds, severities
 
 RANDOM = {"gaussian_noise", "speckle_noise", "impulse_noise", "shot_noise", "motion_blur",
           "stain_deposit", "bubble", "characters"}
@@ -148,3 +148,31 @@ def test_deterministic_corruptions_ignore_seed(img, dc, severity):
 def test_registry_covers_every_dataset():
     assert set(registry.DATASETS) == set(registry.TASKS)
     assert set(registry.TABLES) == set(registry.RGB) == set(registry.REFERENCE_SIZES)
+
+
+# The digital-pathology suite (spec/pathology.md): the same contract at any size >= 8, non-square,
+# 1 or 3 channels; its only random corruption is motion_blur (the angle).
+
+@given(img=images(), dc=pathology_corruption(), severity=severities, seed=seeds,
+       index=st.integers(0, 10**9), start=st.integers(0, 1000))
+def test_pathology_contract(img, dc, severity, seed, index, start):
+    dataset, corruption = dc
+    frozen = img.copy()
+    frozen.setflags(write=False)
+    # 2-D gray, or a non-contiguous read-only view with the same pixels.
+    view = frozen[..., 0] if frozen.shape[2] == 1 else np.repeat(frozen, 2, axis=1)[:, ::2]
+    view.setflags(write=False)
+    out = mf.corrupt(view, corruption, severity, dataset=dataset, seed=seed, index=index)
+    assert out.shape == view.shape and out.dtype == np.uint8 and out.flags.c_contiguous
+    assert np.array_equal(frozen, img)
+    again = mf.corrupt(view, corruption, severity, dataset=dataset, seed=seed, index=index)
+    assert out.tobytes() == again.tobytes()
+    batch = np.stack([img, np.roll(img, 3, axis=0)])
+    outs = mf.corrupt_batch(batch, corruption, severity, dataset=dataset, seed=seed, start=start)
+    for i in range(2):
+        assert np.array_equal(outs[i], mf.corrupt(batch[i], corruption, severity, dataset=dataset,
+                                                  seed=seed, index=start + i))
+    if corruption != "motion_blur":
+        other = mf.corrupt(view, corruption, severity, dataset=dataset, seed=seed + 1,
+                           index=index + 1)
+        assert np.array_equal(out, other)
