@@ -123,7 +123,6 @@ __all__ = ["generate", "input_path", "output_dir", "load_images", "render_previe
 
 #: Default folder of the MedMNIST+ ``.npz`` files (the ``medmnist`` package's default).
 DEFAULT_ROOT = os.path.join("~", ".medmnist")
-#: Splits of a MedMNIST+ file.
 #: Output containers.
 FORMATS = ("npz", "zarr")
 #: Name of the per-dataset manifest.
