@@ -356,6 +356,10 @@ def balanced_error(y_true: Any, y_score: Any, task: str, threshold: Threshold = 
 # --------------------------------------------------------------------------------------------------------
 
 
+#: Largest JSON indentation accepted by :meth:`RobustnessReport.to_json` (spaces per level).
+_MAX_INDENT = 16
+
+
 def _fmt(x: float, digits: int) -> str:
     return f"{x:.{digits}f}"
 
@@ -488,8 +492,8 @@ class RobustnessReport:
         ----------
         path : str or path-like
             Destination file; its folder must exist.
-        indent : int, default 2
-            JSON indentation.
+        indent : int in 0..16, keyword-only, default 2
+            Spaces per JSON indentation level.
 
         Returns
         -------
@@ -498,11 +502,30 @@ class RobustnessReport:
 
         Raises
         ------
+        TypeError
+            If ``path`` is not a str or path-like, or ``indent`` not an int.
+        ValueError
+            If ``indent`` is outside 0..16.
+        IsADirectoryError
+            If ``path`` is an existing folder.
         OSError
             If the folder does not exist or is not writable (no temporary file is left behind).
         """
+        if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
+            raise TypeError(f"path must be a str or os.PathLike file path; got {path!r} "
+                            f"({type(path).__name__})")
+        # json.dumps also takes a str indent (that text at the start of every line) and negative
+        # ints; "x" wrote a file that is not JSON.
+        if not _is_int(indent):
+            raise TypeError(f"indent must be an int in 0..{_MAX_INDENT}; got {indent!r} "
+                            f"({type(indent).__name__})")
+        if not 0 <= indent <= _MAX_INDENT:
+            raise ValueError(f"indent must be an int in 0..{_MAX_INDENT}; got {indent!r}")
         dest = Path(path)
-        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False) + "\n"
+        if dest.is_dir():
+            raise IsADirectoryError(f"path {os.fspath(path)!r} is a folder; give a file name "
+                                    f"(for example {os.path.join(os.fspath(path), 'report.json')!r})")
+        text = json.dumps(self.to_dict(), indent=int(indent), allow_nan=False) + "\n"
         write_text_atomic(dest, text)
         return dest
 

@@ -570,6 +570,35 @@ def test_report_is_immutable_and_serialises(tmp_path):
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o666 & ~umask
 
 
+@pytest.mark.parametrize("indent, exc", [("x", TypeError), (True, TypeError), (2.0, TypeError),
+                                         (None, TypeError), (-1, ValueError), (17, ValueError)])
+def test_report_to_json_bad_indent_writes_nothing(tmp_path, indent, exc):
+    """indent went to json.dumps unchecked: "x" wrote a file that is not JSON (every line started
+    with "x"), -1 and True were taken silently."""
+    rep = ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), breast_scores())
+    with pytest.raises(exc, match=r"indent must be an int in 0\.\.16"):
+        rep.to_json(tmp_path / "r.json", indent=indent)
+    assert list(tmp_path.iterdir()) == []
+    out = rep.to_json(tmp_path / "r.json", indent=0)
+    assert json.loads(out.read_text()) == rep.to_dict()
+    assert out.read_text().startswith('{\n"dataset": "breastmnist"')  # 0: newlines, no spaces
+
+
+def test_report_to_json_bad_path(tmp_path):
+    """A folder as path used to fail in os.replace with an error naming a temporary file in the
+    folder's parent; a non-path raised os.fspath's message, which names no argument."""
+    rep = ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), breast_scores())
+    (tmp_path / "d").mkdir()
+    with pytest.raises(IsADirectoryError, match=r"path '.*/d' is a folder"):
+        rep.to_json(tmp_path / "d")
+    with pytest.raises(IsADirectoryError, match="is a folder"):
+        rep.to_json(str(tmp_path / "d"))
+    assert [p.name for p in tmp_path.iterdir()] == ["d"] and not any((tmp_path / "d").iterdir())
+    for bad in (None, 3, b"r.json"):
+        with pytest.raises(TypeError, match="path must be a str or os.PathLike"):
+            rep.to_json(bad)
+
+
 def test_report_pickles_and_deep_copies():
     """A report crosses process boundaries (multiprocessing, joblib): pickling used to fail with
     "cannot pickle 'mappingproxy' object", and so did copy.deepcopy."""
