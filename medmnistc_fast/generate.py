@@ -435,9 +435,10 @@ def _check_split_arrays(where: str, dataset: str, size: int, split: str, shape, 
     lkey = f"{split}_labels"
     if np.dtype(labels_dtype).kind not in "biu":
         raise ValueError(f"{where}: {lkey} has dtype {np.dtype(labels_dtype)}; expected integers")
-    if len(labels_shape) not in (1, 2) or labels_shape[0] != shape[0]:
+    if (len(labels_shape) not in (1, 2) or labels_shape[0] != shape[0]
+            or (len(labels_shape) == 2 and labels_shape[1] == 0)):
         raise ValueError(f"{where}: {lkey} has shape {tuple(labels_shape)}; expected "
-                         f"({shape[0]}, L) to match {key}")
+                         f"({shape[0]}, L) with L >= 1 to match {key}")
 
 
 def _open_file_input(dataset: str, split: str, size: int, root) -> _Input:
@@ -501,9 +502,10 @@ def _open_array_input(dataset: str, split: str, images, labels) -> _Input:
     y = np.asarray(labels)
     if y.dtype.kind not in "biu":
         raise TypeError(f"labels must be an integer (or bool) array; got dtype {y.dtype}")
-    if y.ndim not in (1, 2) or y.shape[0] != x.shape[0]:
+    # (N, 0) labels used to be written as (kN, 0) arrays: sets with no labels to evaluate.
+    if y.ndim not in (1, 2) or y.shape[0] != x.shape[0] or (y.ndim == 2 and y.shape[1] == 0):
         raise ValueError(f"labels has shape {y.shape}; expected ({x.shape[0]},) or "
-                         f"({x.shape[0]}, L) to match images {x.shape}")
+                         f"({x.shape[0]}, L) with L >= 1 to match images {x.shape}")
     # small; later edits by the caller are moot. 1-D labels become (N, 1), MedMNIST's layout
     # (and that of --from-folder), so every output has (kN, L) labels.
     y = np.array(y.reshape(y.shape[0], -1), order="C", copy=True)

@@ -368,10 +368,13 @@ def _bad_inputs(tmp):
                       test_labels=good["test_labels"]), ValueError, "at size 32"),
         ("labels", save(test_images=good["test_images"], test_labels=good["test_labels"][:3]),
          ValueError, "test_labels has shape"),
+        ("no_label_columns", save(test_images=good["test_images"],
+                                  test_labels=good["test_labels"][:, :0]),
+         ValueError, r"test_labels has shape \(\d+, 0\); expected .*L >= 1"),
     ]
 
 
-@pytest.mark.parametrize("case", range(8))
+@pytest.mark.parametrize("case", range(9))
 def test_bad_input_file_rejected_nothing_written(tmp_path, case):
     name, write, exc, msg = _bad_inputs(tmp_path)[case]
     r = tmp_path / "root"

@@ -367,6 +367,7 @@ def test_arrays_gray_medmnist(tmp_path):
     ({"images": np.zeros((2, 16, 16), np.uint8)}, ValueError, r"RGB dataset: expected \(N"),
     ({"images": np.zeros((2, 4, 16, 3), np.uint8)}, ValueError, "at least 8 x 8"),
     ({"labels": np.zeros(3, np.int64)}, ValueError, "labels has shape"),
+    ({"labels": np.zeros((2, 0), np.int64)}, ValueError, r"labels has shape \(2, 0\); .*L >= 1"),
     ({"labels": np.zeros(2, np.float64)}, TypeError, "integer"),
     ({"labels": None}, TypeError, "go together"),
     ({"size": 16}, ValueError, "does not apply"),
