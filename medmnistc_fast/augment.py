@@ -858,11 +858,18 @@ class AugMedMNISTC:
         Raises
         ------
         TypeError, ValueError
-            Bad image (see :meth:`__call__`); an op that is not a triple (TypeError), whose
+            Bad image (see :meth:`__call__`); ``ops`` not a sequence (a str, a single Op or
+            None: TypeError); an op that is not a triple (TypeError), whose
             corruption is not one of ``self.choices``, whose parameter is outside the
             transform's ranges or of the wrong form, or whose key is not an int in
             ``[0, 2**64)`` (TypeError for a non-int).
         """
+        # A bare Op is itself a 3-sequence and a str iterates by character: both used to fail
+        # on "ops[0]" with its first element; None raised "'NoneType' object is not iterable".
+        if isinstance(ops, (Op, str, bytes)) or not isinstance(ops, Iterable):
+            hint = " (a single Op: pass [op])" if isinstance(ops, Op) else ""
+            raise TypeError(f"ops must be a sequence of Op (corruption, param, key), as draw() "
+                            f"returns{hint}; got {ops!r}")
         ops = [self._check_op(op, i) for i, op in enumerate(ops)]
         hwc, ad = _to_array(image, "image", batched=False)
         return _from_array(self._apply_hwc(hwc, ops, not ad.owned), ad)

@@ -360,6 +360,16 @@ def test_apply_checks_hand_made_ops():
     for op in (("pixelate", 0.5), "pixelate", None):
         with pytest.raises(TypeError, match=r"ops\[0\] must be an Op"):
             aug.apply(x, [op])
+    # ops itself must be a sequence of ops: a bare Op (a 3-sequence), a str or None used to
+    # fail on "ops[0]" with its first element, or with "'NoneType' object is not iterable".
+    for ops in (Op("pixelate", tables["pixelate"][0], 0), "identity", None, 3):
+        with pytest.raises(TypeError, match=r"ops must be a sequence of Op"):
+            aug.apply(x, ops)
+    with pytest.raises(TypeError, match=r"a single Op: pass \[op\]"):
+        aug.apply(x, Op("pixelate", tables["pixelate"][0], 0))
+    assert np.array_equal(aug.apply(x, ()), x)
+    assert np.array_equal(aug.apply(x, iter([Op("pixelate", tables["pixelate"][0], 0)])),
+                          aug.apply(x, [Op("pixelate", tables["pixelate"][0], 0)]))
     assert np.array_equal(x, frozen)
     # A plain triple with a table value works and equals the Op form; every table entry of
     # every level is accepted (the draws bound them).
