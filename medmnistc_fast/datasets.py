@@ -410,12 +410,22 @@ class CorruptedSet:
 
     @property
     def manifest(self):
-        """The ``manifest.json`` beside the file as a dict, or None if there is none."""
+        """The ``manifest.json`` beside the file as a dict, or None if there is none.
+
+        Raises
+        ------
+        ValueError
+            The file is not UTF-8 JSON (the message names it).
+        """
         mpath = os.path.join(os.path.dirname(os.path.abspath(self.path)), "manifest.json")
         if not os.path.exists(mpath):
             return None
-        with open(mpath, encoding="utf-8") as fh:
-            return json.load(fh)
+        try:
+            with open(mpath, encoding="utf-8") as fh:
+                return json.load(fh)
+        except ValueError as e:  # JSONDecodeError, UnicodeDecodeError: neither names the file
+            raise ValueError(f"{mpath} is not a valid JSON manifest ({e}); regenerate the set "
+                             f"or remove the file") from None
 
     # -- selection ----------------------------------------------------------------------------
 

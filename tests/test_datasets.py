@@ -90,6 +90,20 @@ def test_items_per_severity(tmp_path, how, rgb):
     assert cs.manifest == ({"dataset": "pathmnist"} if how != "zarr" else None)
 
 
+def test_manifest_property_names_a_broken_file(tmp_path):
+    """A truncated manifest.json raised json's bare "Expecting ..." message without the file."""
+    images, labels = _data(True)
+    _write(tmp_path, "pathmnist", "pixelate", images, labels)
+    cs = CorruptedSet(tmp_path, "pathmnist", "pixelate")
+    mpath = tmp_path / "pathmnist" / "manifest.json"
+    for broken in (b'{"dataset": "pathm', b"\xff\xfe{}"):
+        mpath.write_bytes(broken)
+        with pytest.raises(ValueError, match=r"pathmnist/manifest.json is not a valid JSON manifest"):
+            cs.manifest
+    mpath.write_text('{"dataset": "pathmnist"}')
+    assert cs.manifest == {"dataset": "pathmnist"}
+
+
 def test_labels_multilabel_and_1d(tmp_path):
     images, labels = _data(False, labels=14)
     _write(tmp_path, "chestmnist", "gaussian_noise", images, labels)
