@@ -319,13 +319,20 @@ def _unimportable_main():
     return path if isinstance(path, str) and not os.path.exists(path) else None
 
 
+#: Most worker processes a local run starts (as :data:`medmnistc_fast.api.MAX_THREADS` for
+#: threads): far above any machine's core count, low enough that a typo is refused.
+MAX_WORKERS = 1024
+
+
 def _resolve_workers(workers) -> int:
     """``workers`` checked (None: one per available core); one worker when the main module
     cannot be imported by worker processes and none were asked for (an error if they were)."""
     bad_main = _unimportable_main()
     if workers is None:
         return 1 if bad_main else _default_workers()
-    workers = _check_int(workers, "workers", 1)
+    # Bounded like the thread counts of corrupt_batch: --workers 99999 used to start processes
+    # until the machine ran out of memory or process slots.
+    workers = _check_int(workers, "workers", 1, MAX_WORKERS)
     if workers > 1 and bad_main:
         raise ValueError(f"workers must be 1 here: worker processes import the main module, "
                          f"and {bad_main!r} is not a file (a script read from standard input); "
@@ -1654,7 +1661,7 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     seed : int >= 0
         Random seed, passed to :func:`medmnistc_fast.corrupt_batch` with ``start`` = the
         image's index (row) in the input.
-    workers : int >= 1, optional
+    workers : int in 1..1024 (:data:`MAX_WORKERS`), optional
         Worker processes on this machine (default: the CPUs available). 1 runs in-process.
         Each worker runs one corruption thread (and decodes folder images). Workers import
         the main module: from a script read from standard input (``python -``) only 1 works

@@ -411,6 +411,9 @@ def test_missing_file_message(tmp_path):
     ({"severities": "x"}, r"severities must hold ints in 1\.\.5; got .x."),
     ({"split": "dev"}, "split must be one of"),
     ({"fmt": "hdf5"}, "fmt must be one of"),
+    # used to start 99999 worker processes (the machine ran out of memory first)
+    ({"workers": 99999}, r"workers must be an int in 1\.\.1024; got 99999"),
+    ({"workers": 0}, r"workers must be an int in 1\.\.1024; got 0"),
 ])
 def test_bad_arguments(root, tmp_path, kwargs, msg):
     args = dict(dataset=GRAY_DS, root=root, size=SIZE, workers=1)
