@@ -1648,8 +1648,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         Labels of ``images``, written tiled; 1-D labels are written as ``(N, 1)`` (MedMNIST's
         layout).
     size : int >= 8, optional
-        Image side of MedMNIST+ files and the sample (MedMNIST+: 28, 64, 128, 224); default
-        224. Must be None with ``folder`` or ``images``, whose size is read from the input.
+        Image side of MedMNIST+ files and the sample (MedMNIST+: 28, 64, 128, 224; the sample:
+        8..4096, :data:`medmnistc_fast.sample.MAX_SIZE`); default 224. Must be None with ``folder`` or ``images``, whose size is read from the input.
     split : {"test", "val", "train"}
         Split read from MedMNIST+ files and the sample; for every input it names the arrays
         (``{split}_images``) and the folder.

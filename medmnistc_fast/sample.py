@@ -25,7 +25,7 @@ from PIL import Image
 from . import registry
 from ._validation import _is_int
 
-__all__ = ["source_images", "sample_images", "sample_split", "N_LABELS"]
+__all__ = ["source_images", "sample_images", "sample_split", "N_LABELS", "MAX_SIZE"]
 
 #: Label columns per dataset (MedMNIST: (N, 1) except chestmnist's 14 findings).
 N_LABELS = {d: (14 if d == "chestmnist" else 1) for d in registry.DATASETS}
@@ -89,14 +89,19 @@ def _crop(img: np.ndarray, k: int) -> np.ndarray:
     return img[y0:y0 + side, x0:x0 + side]
 
 
+#: Largest side :func:`sample_images` makes: the sources are upsampled beyond about 1,000 px,
+#: and a typo such as 100000 would otherwise ask for tens of GB and minutes of resampling.
+MAX_SIZE = 4096
+
+
 def sample_images(n: int, size: int = 224, rgb: bool = True) -> np.ndarray:
     """``n`` real images at ``size`` x ``size``.
 
     Parameters
     ----------
     n : int >= 0
-    size : int >= 8
-        Side in pixels (MedMNIST+ sizes are 28, 64, 128, 224; any side works).
+    size : int in 8..4096 (:data:`MAX_SIZE`)
+        Side in pixels (MedMNIST+ sizes are 28, 64, 128, 224; any side in the range works).
     rgb : bool
         Colour sources (N, size, size, 3) or gray sources (N, size, size).
 
@@ -107,16 +112,20 @@ def sample_images(n: int, size: int = 224, rgb: bool = True) -> np.ndarray:
     Raises
     ------
     TypeError
-        ``n`` or ``size`` not an int (Python or NumPy integer; bools are refused).
+        ``n`` or ``size`` not an int (Python or NumPy integer; bools are refused); ``rgb`` not
+        a bool.
     ValueError
-        ``n`` negative, ``size`` below 8.
+        ``n`` negative, ``size`` outside 8..4096.
     """
-    for name, value, low in (("n", n, 0), ("size", size, 8)):
+    for name, value, low, high in (("n", n, 0, None), ("size", size, 8, MAX_SIZE)):
+        allowed = f"an int >= {low}" if high is None else f"an int in {low}..{high}"
         if not _is_int(value):
-            raise TypeError(f"{name} must be an int >= {low}; got {value!r} "
-                            f"({type(value).__name__})")
-        if value < low:
-            raise ValueError(f"{name} must be an int >= {low}; got {value!r}")
+            raise TypeError(f"{name} must be {allowed}; got {value!r} ({type(value).__name__})")
+        if value < low or (high is not None and value > high):
+            raise ValueError(f"{name} must be {allowed}; got {value!r}")
+    if not isinstance(rgb, (bool, np.bool_)):
+        raise TypeError(f"rgb must be a bool (True: colour sources, False: gray); got {rgb!r} "
+                        f"({type(rgb).__name__})")
     n, size = int(n), int(size)
     sources = source_images(bool(rgb))
     out = np.empty((n, size, size) + ((3,) if rgb else ()), np.uint8)

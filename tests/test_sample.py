@@ -22,9 +22,12 @@ def test_sample_split_rejects_non_str():
 @pytest.mark.parametrize("kwargs, exc, name", [
     ({"n": 2.0}, TypeError, "n"), ({"n": True}, TypeError, "n"), ({"n": -1}, ValueError, "n"),
     ({"n": 1, "size": 8.0}, TypeError, "size"), ({"n": 1, "size": 7}, ValueError, "size"),
+    ({"n": 1, "size": 4097}, ValueError, "size"), ({"n": 0, "size": 100000}, ValueError, "size"),
+    ({"n": 1, "size": 8, "rgb": 1}, TypeError, "rgb"),
+    ({"n": 1, "size": 8, "rgb": None}, TypeError, "rgb"),
 ])
 def test_sample_images_argument_errors(kwargs, exc, name):
-    with pytest.raises(exc, match=f"^{name} must be an int"):
+    with pytest.raises(exc, match=f"^{name} must be "):
         sample_images(**kwargs)
 
 
