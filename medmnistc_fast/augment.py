@@ -859,7 +859,8 @@ class AugMedMNISTC:
         ------
         TypeError, ValueError
             Bad image (see :meth:`__call__`); ``ops`` not a sequence (a str, a single Op or
-            None: TypeError); an op that is not a triple (TypeError), whose
+            None: TypeError); an identity op other than ``("identity", None, 0)``
+            (ValueError); an op that is not a triple (TypeError), whose
             corruption is not one of ``self.choices``, whose parameter is outside the
             transform's ranges or of the wrong form, or whose key is not an int in
             ``[0, 2**64)`` (TypeError for a non-int).
@@ -884,6 +885,10 @@ class AugMedMNISTC:
             raise TypeError(f"ops[{i}] must be an Op (corruption, param, key); got {op!r}")
         op = Op(*op)
         if op.corruption == IDENTITY:
+            # as draw() makes it; anything else is a mistake (a shifted tuple, say)
+            if op.param is not None or not _is_int(op.key) or op.key != 0:
+                raise ValueError(f"ops[{i}] is an identity op, whose param must be None and key "
+                                 f"0 (as draw() returns it); got {op!r}")
             return _IDENTITY_OP
         if op.corruption not in self._names:
             raise ValueError(f"ops has corruption {op.corruption!r}, not among this "

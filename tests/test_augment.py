@@ -368,6 +368,13 @@ def test_apply_checks_hand_made_ops():
     with pytest.raises(TypeError, match=r"a single Op: pass \[op\]"):
         aug.apply(x, Op("pixelate", tables["pixelate"][0], 0))
     assert np.array_equal(aug.apply(x, ()), x)
+    # an identity op is ("identity", None, 0), as draw() returns it; a shifted or hand-filled
+    # triple used to pass silently
+    assert np.array_equal(aug.apply(x, [Op("identity", None, 0)]), x)
+    for op in (("identity", "garbage", "key"), ("identity", None, 5), ("identity", 3, 0),
+               ("identity", None, 0.0)):
+        with pytest.raises(ValueError, match=r"ops\[0\] is an identity op"):
+            aug.apply(x, [op])
     assert np.array_equal(aug.apply(x, iter([Op("pixelate", tables["pixelate"][0], 0)])),
                           aug.apply(x, [Op("pixelate", tables["pixelate"][0], 0)]))
     assert np.array_equal(x, frozen)
