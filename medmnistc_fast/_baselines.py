@@ -42,10 +42,10 @@ TASKS: tuple[str, ...] = (
 )
 
 #: MedMNIST ``INFO[flag]["task"]`` for the 12 MedMNIST-C datasets (from the registry).
-DATASET_TASKS: Mapping[str, str] = MappingProxyType(dict(registry.TASKS))
+DATASET_TASKS: Mapping[str, str] = registry.TASKS  # read-only
 
 #: Number of classes (labels, for chestmnist) of each dataset (from the registry).
-DATASET_N_CLASSES: Mapping[str, int] = MappingProxyType(dict(registry.N_CLASSES))
+DATASET_N_CLASSES: Mapping[str, int] = registry.N_CLASSES  # read-only
 
 
 def _entry(clean_error: float, errors: dict) -> Mapping:

@@ -3,7 +3,8 @@
 Every table is the first five entries of the reference's ``CORRUPTIONS_DS`` dictionary in
 ``medmnistc/corruptions/registry.py`` of ``medmnistc`` 0.1.0 (Di Salvo, Doerrich, Ledig,
 "MedMNIST-C", arXiv:2406.17536, 2024; Apache-2.0), in the reference's dictionary order.
-Level ``s`` (1..5) of the public API is entry ``s - 1``. No logic lives here.
+Level ``s`` (1..5) of the public API is entry ``s - 1``. No logic lives here. The mappings
+are read-only (``types.MappingProxyType``; ``TABLES``' per-dataset tables too).
 
 Parameters per corruption (units):
 
@@ -26,6 +27,8 @@ Parameters per corruption (units):
 - characters: (maximum words, maximum letters per word, maximum font scale)
 """
 from __future__ import annotations
+
+from types import MappingProxyType
 
 import numpy as np
 
@@ -281,3 +284,13 @@ N_CLASSES: dict = {
     "octmnist": 4, "breastmnist": 2, "chestmnist": 14, "pneumoniamnist": 2, "organamnist": 11,
     "organcmnist": 11, "organsmnist": 11,
 }
+
+# The tables are shared by every call in the process: read-only views, so that an edit such as
+# ``TABLES["dermamnist"]["pixelate"] = ...`` raises instead of silently changing every later
+# output (copy with ``dict(...)`` to build a variant).
+TABLES = MappingProxyType({d: MappingProxyType(t) for d, t in TABLES.items()})
+REFERENCE_SIZES = MappingProxyType(REFERENCE_SIZES)
+FOLDS = MappingProxyType(FOLDS)
+RGB = MappingProxyType(RGB)
+TASKS = MappingProxyType(TASKS)
+N_CLASSES = MappingProxyType(N_CLASSES)

@@ -365,3 +365,21 @@ def test_concurrent_batches_with_growing_thread_counts(rgb224):
         c.join()
     assert not errors and len(results) == 21
     assert all(np.array_equal(r, expected) for r in results)
+
+
+def test_registry_tables_are_read_only():
+    # Shared by every call in the process: an edit must raise, not change later outputs.
+    from medmnistc_fast import registry
+
+    before = mf.severity_table("dermamnist", "pixelate")
+    with pytest.raises(TypeError):
+        registry.TABLES["dermamnist"]["pixelate"] = (0.1,) * 5
+    with pytest.raises(TypeError):
+        registry.TABLES["newmnist"] = {}
+    for table in (mf.FOLDS, registry.RGB, registry.TASKS, registry.N_CLASSES,
+                  registry.REFERENCE_SIZES):
+        with pytest.raises(TypeError):
+            table["x"] = 1
+    assert mf.severity_table("dermamnist", "pixelate") == before
+    # a variant is a copy away
+    assert dict(registry.TABLES["dermamnist"])["pixelate"] == before
