@@ -266,10 +266,9 @@ def zoom_blur(image, zooms) -> np.ndarray:
     """
     if isinstance(zooms, (str, bytes)):
         raise TypeError(f"zooms must be a sequence of real numbers in [1, 1e6]; got {zooms!r}")
-    try:
-        items = tuple(zooms)
-    except TypeError:
-        items = None
+    # A sequence or a 1-D array: a dict, set or generator has no order to keep or is used up.
+    ok = isinstance(zooms, Sequence) or (isinstance(zooms, np.ndarray) and zooms.ndim == 1)
+    items = tuple(zooms) if ok else None
     # Each item a real number (not a str such as '1.5' or a bool, which float() would take).
     if items is None or not all(isinstance(z, numbers.Real) and not isinstance(z, (bool, np.bool_))
                                 for z in items):

@@ -192,6 +192,11 @@ def test_out_of_range_parameters_rejected_clearly():
         (lambda: F.gaussian_blur(x, 3, 1e39), ValueError, "sigma"),
         (lambda: F.zoom_blur(x, "12"), TypeError, "zooms"),
         (lambda: F.zoom_blur(x, [1.0, 2e6]), ValueError, "zooms"),
+        # unordered or one-shot containers, and 2-D arrays, are not sequences of factors
+        (lambda: F.zoom_blur(x, {1.0: 1}), TypeError, "zooms"),
+        (lambda: F.zoom_blur(x, {1.1, 1.2}), TypeError, "zooms"),
+        (lambda: F.zoom_blur(x, (z for z in (1.1, 1.2))), TypeError, "zooms"),
+        (lambda: F.zoom_blur(x, np.array([[1.1, 1.2]])), TypeError, "zooms"),
         (lambda: F.characters(x, ["ab"], [1], [10], [[0, 0, 0]], font_size=1e6), ValueError,
          "font_size"),
         (lambda: F.characters(x, ["ab"], [1], [10], [[0, 0, 0]], font_size=1e-300), ValueError,
@@ -207,3 +212,10 @@ def test_out_of_range_parameters_rejected_clearly():
     view = base[..., ::-1]
     with pytest.raises(ValueError, match="share memory"):
         mf.corrupt_batch(view, "pixelate", 3, dataset="pathmnist", seed=0, out=base)
+
+
+def test_zoom_blur_takes_list_tuple_or_1d_array_alike():
+    x = (np.arange(40 * 40 * 3) % 251).astype(np.uint8).reshape(40, 40, 3)
+    want = F.zoom_blur(x, [1.1, 1.2])
+    assert np.array_equal(F.zoom_blur(x, (1.1, 1.2)), want)
+    assert np.array_equal(F.zoom_blur(x, np.array([1.1, 1.2])), want)
