@@ -122,6 +122,20 @@ def test_multilabel_per_label_thresholds():
     assert ev.balanced_error(y, s, MULTILABEL, threshold=(0.1, 0.95)) == pytest.approx(0.5, abs=1e-15)
 
 
+def test_multilabel_score_equal_to_threshold_is_negative():
+    # Strict ">" as for binary (spec: "score > threshold"), per label. Scores exactly on the threshold:
+    # label 0: y = 1 0, s = .5 .5, thr .5 -> pred = 0 0 -> TPR 0, TNR 1 -> 1/2
+    # label 1: y = 0 1, s = .25 .75, thr .25 -> pred = 0 1 -> TNR 1, TPR 1 -> 1 ; mean = 3/4
+    # (with ">=" label 0 would predict 1 1 -> 1/2 and label 1 1 1 -> 1/2: mean 1/2)
+    y = np.array([[1, 0], [0, 1]])
+    s = np.array([[0.5, 0.25], [0.5, 0.75]])
+    assert ev.balanced_accuracy(y, s, MULTILABEL, threshold=[0.5, 0.25]) == pytest.approx(3 / 4, abs=1e-15)
+    # scalar threshold on a score equal to it, multi-label: y = 1 0, s = .5 .5 -> pred 0 0 -> 1/2
+    assert ev.balanced_accuracy(y[:, :1], s[:, :1], MULTILABEL, threshold=0.5) == pytest.approx(0.5, abs=1e-15)
+    # single label scored 1.0 on a positive and exactly .5 on a negative: perfect at .5
+    assert ev.balanced_accuracy([[1], [0]], [[1.0], [0.5]], MULTILABEL) == 1.0
+
+
 def test_multilabel_label_with_one_class_only():
     # label 0 all negative: y = 0 0 0, pred (>.5) = 0 1 0 -> TNR = 2/3 (TPR absent)
     # label 1: y = 1 0 1, pred = 1 0 0 -> TPR 1/2, TNR 1 -> 3/4 ; mean = (2/3 + 3/4) / 2 = 17/24
@@ -717,6 +731,10 @@ def test_top1_errors_by_severity_hand():
     y = [0, 1]
     s = onehot([0, 1, 1, 1, 1, 0], 2)
     np.testing.assert_allclose(ev.top1_errors_by_severity(y, s, n_severities=3), [0.0, 0.5, 1.0])
+    # severity-major rows, not image-major: sev 1 = (0, 1) right, sev 2 = (0, 0) half, sev 3 = (1, 0)
+    # wrong -> [0, .5, 1] (read image-major, rows (0,1,0 | 0,1,0) would give [.5, .5, .5])
+    s2 = onehot([0, 1, 0, 0, 1, 0], 2)
+    np.testing.assert_allclose(ev.top1_errors_by_severity(y, s2, n_severities=3), [0.0, 0.5, 1.0])
     with pytest.raises(ValueError, match="corrupted_scores"):
         ev.top1_errors_by_severity(y, s)  # 6 rows, 5 severities * 2 expected
     with pytest.raises(TypeError, match="n_severities"):
