@@ -81,6 +81,19 @@ def test_draws_within_table_range_and_valid(dataset, corruption):
         assert all(np.isclose(grid, p).any() for p in params)
 
 
+def test_odd_draws_cover_exactly_the_odd_values_between_the_bounds():
+    # Rule "odd": uniform over the odd integers of [lo, hi], also when a bound is even (the
+    # tables' gaussian_blur bounds are odd, so this is the only place the rounding-up of an even
+    # lower bound shows): [4, 10] -> {5, 7, 9}; [3, 3] -> {3}; [2, 7] -> {3, 5, 7}.
+    from medmnistc_fast.augment import _draw_component
+
+    g = np.random.default_rng(0)
+    for (lo, hi), want in (((4, 10), {5, 7, 9}), ((3, 3), {3}), ((2, 7), {3, 5, 7})):
+        got = [_draw_component(g, "odd", lo, hi) for _ in range(200)]
+        assert all(type(v) is int for v in got)
+        assert set(got) == want, (lo, hi)
+
+
 def test_descending_tables_fixed():
     # Reference: uniform(first, last) with first > last (e.g. JPEG quality 50 -> 7).
     assert param_range("pathmnist", "jpeg_compression") == ((7, 50),)
@@ -127,6 +140,22 @@ def test_selection_weights_folds_nops():
     for op in ops:
         seq = aug.apply(seq, [op])
     assert np.array_equal(aug.apply(x3, ops), seq)
+
+
+def test_n_ops_choices_are_independent():
+    # Each of the n_ops operations picks its choice independently (uniform over the 12 choices of
+    # pathmnist: 11 corruptions + identity): the two picks agree with probability 1/12 and every
+    # ordered pair occurs. Under a shared uniform they would always agree. Seeded: deterministic.
+    aug = AugMedMNISTC("pathmnist", n_ops=2, seed=4)
+    k = len(aug.choices)
+    assert k == 12
+    pairs = [tuple(op.corruption for op in aug.draw()) for _ in range(6000)]
+    same = sum(a == b for a, b in pairs) / len(pairs)
+    assert abs(same - 1 / k) < 0.03  # binomial sd about 0.0036
+    assert len(set(pairs)) == k * k
+    for j in range(2):
+        counts = np.array([sum(p[j] == c for p in pairs) for c in aug.choices])
+        assert np.all(np.abs(counts - 500) < 110)
 
 
 # ---------------------------------------------------------------------------------------------
