@@ -205,6 +205,21 @@ def _check_same_type(out, inp):
         assert out.min() >= 0 and out.max() <= 1
 
 
+def test_float_images_quantised_half_up():
+    # Float input is quantised as floor(x * 255 + 0.5) (round to nearest) before the op: with only
+    # identity enabled the output is that level / 255. x = (k + f) / 255 for f = .3, .7 gives
+    # levels k and k + 1 (truncation would give k for both).
+    aug = AugMedMNISTC("chestmnist", weights={c: 0 for c in mf.corruptions("chestmnist")}, seed=0)
+    k = np.arange(0, 255, dtype=np.float64).reshape(15, 17)
+    for f, shift in ((0.3, 0), (0.7, 1)):
+        x = (k + f) / 255
+        np.testing.assert_allclose(aug(x), (k + shift) / 255, rtol=0, atol=1e-12)
+        torch = pytest.importorskip("torch")
+        t = aug(torch.from_numpy(x)[None])
+        np.testing.assert_allclose(t.numpy()[0], (k + shift) / 255, rtol=0, atol=1e-12)
+    assert aug(np.ones((8, 8))).tolist() == np.ones((8, 8)).tolist()
+
+
 @pytest.mark.parametrize("kind", ["numpy", "numpy_float", "pil", "tensor", "tensor_float"])
 @pytest.mark.parametrize("rgb", [False, True])
 @pytest.mark.parametrize("size", [28, 224])
