@@ -212,6 +212,36 @@ def test_public_equals_kernel_with_sampled_values(corruption, rgb224):
                           mf.corrupt(rgb224[1], corruption, 4, dataset=dataset, seed=21, index=3))
 
 
+def test_gaussian_blur_kernel_scales_half_width_rounded_half_up():
+    # At 112 px (scale 1/2) the half width (k - 1) / 2 of chestmnist's kernels 3, 5, 7, 9, 11 is
+    # 0.5, 1, 1.5, 2, 2.5 -> rounded half up 1, 1, 2, 2, 3 -> sizes 3, 3, 5, 5, 7; sigma is
+    # torchvision's default 0.3 ((k - 1) / 2 - 1) + 0.8 = .8, 1.1, 1.4, 1.7, 2.0, times 1/2.
+    want_sizes = [3, 3, 5, 5, 7]
+    want_sigmas = [0.4, 0.55, 0.7, 0.85, 1.0]
+    for s in range(1, 6):
+        kind, param, base, ctx = _plan("chestmnist", "gaussian_blur", s, 0)
+        values = sample_values(kind, param, ctx, (112, 150, 3), rng.image_keys(base, 0))
+        assert values["kernel_size"] == want_sizes[s - 1]
+        assert values["sigma"] == pytest.approx(want_sigmas[s - 1], rel=1e-12)
+        # at 224 px the table's kernel itself
+        values = sample_values(kind, param, ctx, (224, 224, 3), rng.image_keys(base, 0))
+        assert values["kernel_size"] == 2 * s + 1
+
+
+def test_motion_angle_uniform_on_plus_minus_45():
+    # Spec: the motion angle is U(-45, 45) degrees, one draw per image key.
+    kind, param, base, ctx = _plan("pathmnist", "motion_blur", 3, 5)
+    angles = np.array([sample_values(kind, param, ctx, (224, 224, 3), k)["angle"]
+                       for k in rng.image_keys(base, np.arange(4000))])
+    assert angles.min() >= -45 and angles.max() <= 45
+    # The extremes of 4000 uniform draws come within 0.1 degree of each end (a miss has
+    # probability (1 - 0.1 / 90) ** 4000 ~ 0.012 per end; the keys are fixed, so deterministic).
+    assert angles.min() < -44.9 and angles.max() > 44.9
+    assert abs(angles.mean()) < 1.5  # sd of the mean 26 / sqrt(4000) = 0.41
+    counts = np.histogram(angles, bins=9, range=(-45, 45))[0]
+    assert np.all(np.abs(counts - 4000 / 9) < 90)
+
+
 def test_corrupt_batch_out_parameter():
     rng = np.random.default_rng(5)
     imgs = rng.integers(0, 256, (3, 20, 24, 3), dtype=np.uint8)
