@@ -180,6 +180,22 @@ def test_stain_matches_reference_arithmetic_at_224():
             assert 1 <= len(v["ink"]) <= registry.TABLES["pathmnist"]["stain_deposit"][severity - 1]
 
 
+def test_stain_scaled_side_and_margin_round_half_up():
+    # At 56 px (s = 1/4): side = round(42 / 4 = 10.5) = 11 and margin m = round(10 / 4 = 2.5) = 3,
+    # both rounded half up (Python's round would give 10 and 2), so x, y run over 3..56 - 11 - 3.
+    keys = _keys("pathmnist", "stain_deposit", 5, 300)
+    xs, ys = [], []
+    for key in keys:
+        v = A.STAIN_DEPOSIT.sample((5, 42), Context((56, 56, 3), int(key), 5))
+        assert v["side"] == 11 and v["ink_side"] == 42
+        xs += v["x"].tolist()
+        ys += v["y"].tolist()
+    assert min(xs) == min(ys) == 3 and max(xs) == max(ys) == 42
+    # other ink sets at 56 px: 12 / 4 = 3, 16 / 4 = 4, 24 / 4 = 6, 32 / 4 = 8
+    for ink_side, side in ((12, 3), (16, 4), (24, 6), (32, 8)):
+        assert A.STAIN_DEPOSIT.sample((1, ink_side), Context((56, 56, 3), 1, 1))["side"] == side
+
+
 # ------------------------------------------------------------------------------------------
 # bubble
 # ------------------------------------------------------------------------------------------
