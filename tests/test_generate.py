@@ -288,6 +288,32 @@ def test_finished_output_is_not_rewritten(root, tmp_path, monkeypatch):
                  corruptions="pixelate,gamma_corr_up")
 
 
+def test_later_run_keeps_files_of_earlier_corruptions(root, reference, tmp_path):
+    # Generating more corruptions into a folder keeps the manifest entries (and files) of those
+    # generated before and not requested again; the manifest lists them in table order.
+    out, _ = reference
+    generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
+             corruptions="pixelate,contrast_up")
+    d = output_dir(tmp_path, GRAY_DS)
+    first = read_json(os.path.join(d, "manifest.json"))["files"]
+    res = generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
+                   corruptions="jpeg_compression")
+    assert res[0]["written"] == ["jpeg_compression"]
+    files = read_json(os.path.join(d, "manifest.json"))["files"]
+    assert list(files) == ["pixelate", "jpeg_compression", "contrast_up"]
+    assert files["pixelate"] == first["pixelate"] and files["contrast_up"] == first["contrast_up"]
+    ref = tree(output_dir(out, GRAY_DS))
+    for name in ("pixelate.npz", "jpeg_compression.npz", "contrast_up.npz"):
+        assert sha(os.path.join(d, name)) == ref[name]
+        assert files[name.split(".")[0]]["sha256"] == ref[name]
+    # and a third run of an earlier corruption skips it, keeping all three
+    res = generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
+                   corruptions="contrast_up")
+    assert res[0]["written"] == [] and res[0]["skipped"] == ["contrast_up"]
+    assert list(read_json(os.path.join(d, "manifest.json"))["files"]) == [
+        "pixelate", "jpeg_compression", "contrast_up"]
+
+
 def test_other_parameters_refused_then_overwritten(root, tmp_path):
     generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
              corruptions="pixelate")
