@@ -48,6 +48,22 @@ CASES = [("gaussian", 0.04), ("gaussian", 0.26), ("speckle", 0.05), ("speckle", 
          ("impulse", 0.01), ("impulse", 0.17), ("shot", 5), ("shot", 60), ("shot", 300)]
 
 
+@pytest.mark.parametrize("v", [255, 128, 51])
+def test_shot_law_non_integer_photons_by_hand(v):
+    # photons m = 2.5 (the augmentation draws non-integer values): K ~ Poisson(lam), lam = v / 255 * m,
+    # and out = trunc(clip(K / m, 0, 1) * 255): K = 0 -> 0, 1 -> 102, 2 -> 204, K >= 3 -> 255
+    # (K / m > 1 clips). So P(0) = e^-lam, P(102) = lam e^-lam, P(204) = lam^2 / 2 e^-lam and
+    # P(255) = 1 - the three.
+    import math
+
+    lam = v / 255 * 2.5
+    p = [math.exp(-lam), lam * math.exp(-lam), lam * lam / 2 * math.exp(-lam)]
+    want = np.zeros(256)
+    want[[0, 102, 204]] = p
+    want[255] = 1 - sum(p)
+    np.testing.assert_allclose(output_law("shot", 2.5)[v], want, rtol=1e-12, atol=1e-15)
+
+
 @pytest.mark.parametrize("noise, param", CASES)
 @pytest.mark.parametrize("v", [0, 1, 37, 128, 254, 255])
 def test_law_matches_reference_formula(noise, param, v):
