@@ -91,6 +91,35 @@ def test_names_and_kinds(dataset):
     assert registry.REFERENCE_SIZES[dataset] == REF[dataset]
 
 
+def test_tables_equal_the_spec():
+    # Hand-copied from spec/pathology.md ("The nine corruptions"). Marking: the spec's sizes
+    # "A x B" are height x width; the registry stores (width, height).
+    common = {"pixelate": (0.6, 0.5, 0.4, 0.3, 0.25), "jpeg_compression": (25, 18, 15, 10, 7),
+              "brightness": (0.05, 0.10, 0.15, 0.20, 0.25), "bubble": (0.1, 0.3, 0.5, 0.7, 0.9)}
+    want = {
+        "pathology96": dict(
+            common,
+            defocus_blur=((3, 0.05), (4, 0.3), (5, 0.3), (6, 0.3), (7, 0.3)),
+            motion_blur=((5, 1), (5, 2), (5, 3), (5, 4), (6, 5)),
+            saturate=(0.05, 0.10, 0.15, 0.20, 0.25),
+            hue=(0.02, 0.04, 0.06, 0.08, 0.10),
+            marking_hw=((10, 10), (22, 21), (34, 31), (45, 42), (57, 54))),
+        "pathology224": dict(
+            common,
+            defocus_blur=((3, 0.1), (4, 0.5), (6, 0.5), (8, 0.5), (10, 0.5)),
+            motion_blur=((10, 3), (15, 5), (15, 8), (15, 12), (20, 15)),
+            saturate=(0.02, 0.04, 0.06, 0.08, 0.10),
+            hue=(0.03, 0.06, 0.09, 0.12, 0.15),
+            marking_hw=((26, 24), (53, 49), (80, 75), (107, 101), (135, 126))),
+    }
+    for dataset, table in want.items():
+        hw = table.pop("marking_hw")
+        assert set(registry.TABLES[dataset]) == set(table) | {"marking"}
+        for name, values in table.items():
+            assert registry.TABLES[dataset][name] == values, (dataset, name)
+        assert registry.TABLES[dataset]["marking"] == tuple((w, h) for h, w in hw)
+
+
 def test_public_contract_example(patches96):
     img = patches96[7]
     out = mf.corrupt(img, "hue", 3, dataset="pathology96", seed=0)
@@ -456,6 +485,22 @@ def test_marking_functional_and_random_variant(ihc):
     assert np.array_equal(P.marking(img, (30, 30), (200, 200)), img)
     gray = P.marking(img[..., 0], (30, 20), (5, 5))
     assert gray.shape == (96, 96)
+
+
+def test_marking_random_corner_covers_every_position_inclusive():
+    # Documented: x uniform on 0..W - width and y on 0..H - height, both ends included (and
+    # W - width..0 when the blot is wider than the image). 3000 keys over 23 and 19 positions.
+    xs, ys = set(), set()
+    wide_x, tall_y = set(), set()
+    for key in range(3000):
+        v = P._random_corner(key, (20, 24, 3), 2, 2)
+        xs.add(v["x"])
+        ys.add(v["y"])
+        v = P._random_corner(key, (20, 24, 3), 30, 26)
+        wide_x.add(v["x"])
+        tall_y.add(v["y"])
+    assert xs == set(range(0, 23)) and ys == set(range(0, 19))
+    assert wide_x == set(range(-6, 1)) and tall_y == set(range(-6, 1))
 
 
 def test_marking_random_blot_larger_than_image(ihc):
