@@ -491,6 +491,17 @@ def test_keyed_mode_pure_function():
     assert [anon.draw(index=i) for i in range(5)] == [copy.draw(index=i) for i in range(5)]
 
 
+def test_keyed_mode_every_index_draws_its_own_ops():
+    # Keyed draws are independent across indices: the 64-bit image keys of 500 indices (and of
+    # the same indices in another epoch) are all distinct (a repeat has probability ~1e-14).
+    aug = _only("pathmnist", "motion_blur", seed=3)
+    keys = [aug.draw(index=i, epoch=0)[0].key for i in range(500)]
+    keys += [aug.draw(index=i, epoch=1)[0].key for i in range(500)]
+    assert len(set(keys)) == 1000
+    params = [aug.draw(index=i)[0].param for i in range(500)]  # (radius, sigma) floats
+    assert len(set(params)) == 500
+
+
 def test_batch_matches_single_calls():
     X = np.stack([_image(32, True, seed=s) for s in range(7)])
     aug = AugMedMNISTC("pathmnist", n_ops=2, seed=2)
