@@ -243,6 +243,20 @@ def test_bubble_draws_at_224():
             assert np.all((v["inner"] <= v["y"]) & (v["y"] <= 224 - v["inner"]))
 
 
+def test_bubble_centre_when_the_range_is_empty():
+    # A bubble whose body radius exceeds half the side has an empty range inner..side - inner:
+    # it is centred on that axis (side // 2). An 8 x 12 image with reference size 8 (scale 1)
+    # and radii 3..17: y is 4 when inner > 4, x is 6 when inner > 6, else inside the range.
+    seen = set()
+    for key in _keys("pathmnist", "bubble", 5, 40):
+        v = A.bubble_sample((17, 25), Context((8, 12, 3), int(key), 5, 8))
+        for x, y, r in zip(v["x"].tolist(), v["y"].tolist(), v["inner"].tolist()):
+            assert y == 4 if r > 4 else r <= y <= 8 - r
+            assert x == 6 if r > 6 else r <= x <= 12 - r
+            seen.add(r)
+    assert max(seen) > 6 and min(seen) <= 4
+
+
 def test_bubble_axes_not_swapped():
     # reference: ``height, width = img.size`` puts x over the height; here x spans the width
     xs, ys = [], []
