@@ -364,6 +364,12 @@ def _fmt(x: float, digits: int) -> str:
     return f"{x:.{digits}f}"
 
 
+def _md_text(name: str) -> str:
+    """``name`` as markdown table text: ``|`` escaped (a custom baseline allows any dataset and
+    corruption names; a bare ``|`` would split the cell) and line breaks as spaces."""
+    return " ".join(str(name).replace("\\", "\\\\").replace("|", "\\|").split())
+
+
 @dataclass(frozen=True)
 class RobustnessReport:
     """Result of :func:`evaluate_robustness` (immutable; mappings are read-only and ordered).
@@ -556,7 +562,7 @@ class RobustnessReport:
         f = lambda x: _fmt(x, digits)  # noqa: E731
         sev = [f"s{s}" for s in range(1, N_SEVERITIES + 1)]
         lines = [
-            f"**{self.dataset}** ({self.task}), N = {self.n_samples}, baseline: {self.baseline}",
+            f"**{_md_text(self.dataset)}** ({self.task}), N = {self.n_samples}, baseline: {self.baseline}",
             "",
             "| metric | value |",
             "|---|---|",
@@ -573,7 +579,7 @@ class RobustnessReport:
         ]
         for c in self.corruptions:
             cells = [f(e) for e in self.errors[c]] + [f(self.mean_errors[c]), f(self.be[c]), f(self.rbe[c])]
-            lines.append(f"| {c} | " + " | ".join(cells) + " |")
+            lines.append(f"| {_md_text(c)} | " + " | ".join(cells) + " |")
         lines += [
             "",
             "Balanced accuracy per corruption and severity",
@@ -584,7 +590,7 @@ class RobustnessReport:
         for c in self.corruptions:
             ba = self.balanced_accuracies[c]
             cells = [f(a) for a in ba] + [f(1.0 - self.mean_errors[c])]
-            lines.append(f"| {c} | " + " | ".join(cells) + " |")
+            lines.append(f"| {_md_text(c)} | " + " | ".join(cells) + " |")
         return "\n".join(lines) + "\n"
 
     def to_csv(self) -> str:

@@ -11,6 +11,7 @@ import dataclasses
 import io
 import json
 import os
+import re
 import stat
 from fractions import Fraction
 from itertools import combinations
@@ -904,3 +905,20 @@ def test_public_api_is_listed():
     for name in ev.__all__:
         assert hasattr(ev, name)
     assert ev.N_SEVERITIES == 5
+
+
+def test_markdown_escapes_pipes_in_custom_names():
+    # A custom baseline allows any dataset and corruption names; a bare "|" would add a cell.
+    base = {"clean_error": 0.1, "errors": {"ink|blot": 0.4, "motion_blur": 0.2}}
+    scores = breast_scores()
+    rep = ev.evaluate_robustness("my|set", Y4, two_col(P_OK),
+                                 {"ink|blot": scores["pixelate"], "motion_blur": scores["motion_blur"]},
+                                 task=BINARY, baseline=base)
+    md = rep.to_markdown()
+    assert "**my\\|set**" in md
+    rows = [ln for ln in md.splitlines() if ln.startswith("| ink")]
+    assert len(rows) == 2 and all(r.startswith("| ink\\|blot | ") for r in rows)
+    # unescaped pipes: 5 severities + name + mean + BE + rBE = 9 cells -> 10 in the error table,
+    # 5 + name + mean = 7 cells -> 8 in the accuracy table
+    bare = [len(re.findall(r"(?<!\\)\|", r)) for r in rows]
+    assert bare == [10, 8]
