@@ -461,6 +461,8 @@ def characters(image, texts, x, y, colors, *, font_size: float = 6.3) -> np.ndar
         cols = np.asarray(colors)
     except (TypeError, ValueError):
         raise TypeError(f"colors must be (n, 3) ints in 0..255; got {colors!r}") from None
+    if cols.shape == (0,):  # [] for no words, like x and y
+        cols = np.zeros((0, 3), np.int64)
     if cols.size and not np.issubdtype(cols.dtype, np.integer):
         raise TypeError(f"colors must be (n, 3) ints in 0..255; got {colors!r} "
                         f"(dtype {cols.dtype})")

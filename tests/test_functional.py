@@ -219,3 +219,13 @@ def test_zoom_blur_takes_list_tuple_or_1d_array_alike():
     want = F.zoom_blur(x, [1.1, 1.2])
     assert np.array_equal(F.zoom_blur(x, (1.1, 1.2)), want)
     assert np.array_equal(F.zoom_blur(x, np.array([1.1, 1.2])), want)
+
+
+def test_characters_with_no_words_returns_the_image():
+    # Empty lists for every per-word argument (colors too, like x and y) write nothing.
+    x = (np.arange(32 * 40 * 3) % 253).astype(np.uint8).reshape(32, 40, 3)
+    for colors in ([], np.zeros((0, 3), np.uint8)):
+        out = F.characters(x, [], [], [], colors)
+        assert np.array_equal(out, x) and out is not x
+    with pytest.raises(ValueError, match="colors"):
+        F.characters(x, ["ab"], [1], [10], [])  # one word needs one colour
