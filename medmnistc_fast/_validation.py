@@ -74,6 +74,18 @@ def check_nonneg_int(value, name: str, upper=None) -> int:
     return int(value)
 
 
+def check_int(value, name: str, lo: int, hi=None) -> int:
+    """Return ``value`` as an int in ``lo..hi`` (``hi`` None: no upper bound); bools, floats and
+    strings are a TypeError, values outside the range a ValueError, both naming ``name`` and the
+    range."""
+    allowed = f"an int >= {lo}" if hi is None else f"an int in {lo}..{hi}"
+    if not _is_int(value):
+        raise TypeError(f"{name} must be {allowed}; got {value!r} ({type(value).__name__})")
+    if int(value) < lo or (hi is not None and int(value) > hi):
+        raise ValueError(f"{name} must be {allowed}; got {value!r}")
+    return int(value)
+
+
 def check_seed(seed):
     """Return ``seed`` as a non-negative int, or None."""
     return None if seed is None else check_nonneg_int(seed, "seed")

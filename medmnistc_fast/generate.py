@@ -113,12 +113,13 @@ from ._fileio import tmp_name as _tmp_name
 from ._fileio import write_text_atomic as _write_text_atomic
 from ._version import __version__
 from ._validation import _fmt_choices, check_dataset
+from ._validation import check_int as _check_int
 from .datasets import SPLITS, folder_name
 from .api import corrupt, corrupt_batch, severity_table
 from .corruptions.pathology import suite_for_size
 
 __all__ = ["generate", "input_path", "output_dir", "load_images", "render_preview",
-           "preview_cell", "folder_suite", "DEFAULT_ROOT", "SPLITS", "FORMATS", "MANIFEST",
+           "preview_cell", "folder_suite", "DEFAULT_ROOT", "SPLITS", "FORMATS", "MANIFEST", "MAX_WORKERS",
            "DOWNLOAD_URL", "IMAGE_EXTENSIONS", "FILENAMES", "PATHOLOGY_AUTO"]
 
 #: Default folder of the MedMNIST+ ``.npz`` files (the ``medmnist`` package's default).
@@ -181,15 +182,6 @@ def _missing_message(path: str, size: int) -> str:
 
 
 # ======================================================================= argument normalisation
-def _check_int(value, name: str, lo: int, hi: int | None = None) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int; got {value!r} ({type(value).__name__})")
-    if value < lo or (hi is not None and value > hi):
-        rng = f">= {lo}" if hi is None else f"in {lo}..{hi}"
-        raise ValueError(f"{name} must be an int {rng}; got {value!r}")
-    return int(value)
-
-
 def _check_bool(value, name: str) -> bool:
     """``value`` if it is a bool (a str such as "no" would be truthy: rejected)."""
     if not isinstance(value, (bool, np.bool_)):
@@ -1649,7 +1641,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         layout).
     size : int >= 8, optional
         Image side of MedMNIST+ files and the sample (MedMNIST+: 28, 64, 128, 224; the sample:
-        8..4096, :data:`medmnistc_fast.sample.MAX_SIZE`); default 224. Must be None with ``folder`` or ``images``, whose size is read from the input.
+        8..4096, :data:`medmnistc_fast.sample.MAX_SIZE`); default 224. Must be None with
+        ``folder`` or ``images``, whose size is read from the input.
     split : {"test", "val", "train"}
         Split read from MedMNIST+ files and the sample; for every input it names the arrays
         (``{split}_images``) and the folder.

@@ -23,7 +23,7 @@ import numpy as np
 from PIL import Image
 
 from . import registry
-from ._validation import _is_int
+from ._validation import check_int
 
 __all__ = ["source_images", "sample_images", "sample_split", "N_LABELS", "MAX_SIZE"]
 
@@ -117,16 +117,10 @@ def sample_images(n: int, size: int = 224, rgb: bool = True) -> np.ndarray:
     ValueError
         ``n`` negative, ``size`` outside 8..4096.
     """
-    for name, value, low, high in (("n", n, 0, None), ("size", size, 8, MAX_SIZE)):
-        allowed = f"an int >= {low}" if high is None else f"an int in {low}..{high}"
-        if not _is_int(value):
-            raise TypeError(f"{name} must be {allowed}; got {value!r} ({type(value).__name__})")
-        if value < low or (high is not None and value > high):
-            raise ValueError(f"{name} must be {allowed}; got {value!r}")
+    n, size = check_int(n, "n", 0), check_int(size, "size", 8, MAX_SIZE)
     if not isinstance(rgb, (bool, np.bool_)):
         raise TypeError(f"rgb must be a bool (True: colour sources, False: gray); got {rgb!r} "
                         f"({type(rgb).__name__})")
-    n, size = int(n), int(size)
     sources = source_images(bool(rgb))
     out = np.empty((n, size, size) + ((3,) if rgb else ()), np.uint8)
     for i in range(n):

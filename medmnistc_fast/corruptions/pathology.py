@@ -63,7 +63,7 @@ import numba
 import numpy as np
 
 from .._config import NJIT
-from .._validation import _is_int, as_hwc, check_seed, to_float
+from .._validation import as_hwc, check_int, check_seed, to_float
 from ..rng import GAMMA, _splitmix64_array, generator, key_from_seed
 from ._hsv import HSV_CHANNELS, hsv_shift_kernel, hsv_shift_pixel  # noqa: F401 (re-exported)
 from ._spec import Context, Kind, to_gray, to_rgb
@@ -118,12 +118,7 @@ def _round_half_up(x: float) -> int:
 
 def _check_side(value, name: str) -> int:
     """``value`` as an int >= 1 (a size in pixels); bools, floats and strings are rejected."""
-    if not _is_int(value):
-        raise TypeError(f"{name} must be a positive int (pixels); got {value!r} "
-                        f"({type(value).__name__})")
-    if int(value) < 1:
-        raise ValueError(f"{name} must be a positive int (pixels); got {value!r}")
-    return int(value)
+    return check_int(value, name, 1)
 
 
 # ---------------------------------------------------------------------------------------------
