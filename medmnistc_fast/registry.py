@@ -1,12 +1,14 @@
-"""The MedMNIST-C registry as plain data: datasets, their corruptions, severity tables, folds.
+"""The corruption registry as plain data: datasets, their corruptions, severity tables, folds.
 
-Every table is the first five entries of the reference's ``CORRUPTIONS_DS`` dictionary in
-``medmnistc/corruptions/registry.py`` of ``medmnistc`` 0.1.0 (Di Salvo, Doerrich, Ledig,
-"MedMNIST-C", arXiv:2406.17536, 2024; Apache-2.0), in the reference's dictionary order.
+Every MedMNIST-C table (the 12 datasets of :data:`DATASETS`) is the first five entries of the
+reference's ``CORRUPTIONS_DS`` dictionary in ``medmnistc/corruptions/registry.py`` of
+``medmnistc`` 0.1.0 (Di Salvo, Doerrich, Ledig, "MedMNIST-C", arXiv:2406.17536, 2024;
+Apache-2.0), in the reference's dictionary order. The two pathology tables
+(:data:`PATHOLOGY_SUITES`) come from Zhang et al., MICCAI 2022 (see the comment above them).
 Level ``s`` (1..5) of the public API is entry ``s - 1``. No logic lives here. The mappings
 are read-only (``types.MappingProxyType``; ``TABLES``' per-dataset tables too).
 
-Parameters per corruption (units):
+Parameters per MedMNIST-C corruption (units):
 
 - pixelate: resize factor (fraction of the side, 0..1)
 - jpeg_compression: JPEG quality (1..95)
@@ -24,7 +26,12 @@ Parameters per corruption (units):
 - stain_deposit: maximum number of ink marks
 - bubble: (maximum radius in pixels at 224 px, maximum number of bubbles)
 - black_corner: multiplier of the inscribed-circle radius
-- characters: (maximum words, maximum letters per word, maximum font scale)
+- characters: (maximum words, maximum letters per word, maximum font scale: OpenCV
+  ``putText``'s ``fontScale``, a factor of the Hershey font's base size)
+
+Parameters of the pathology suite's own corruptions: brightness, saturate, hue: additive
+shift of HSV V, S, H on [0, 1] (H wraps); marking: (width, height) of the ink blot in pixels
+at the suite's reference size; bubble: blend strength r in [0, 1].
 """
 from __future__ import annotations
 
@@ -48,6 +55,8 @@ _ZOOM_DERMAMNIST = tuple(
     for stop, step in ((1.11, 0.01), (1.16, 0.01), (1.21, 0.02), (1.26, 0.02), (1.31, 0.03))
 )
 
+#: ``{dataset: {corruption: (level 1 entry, ..., level 5 entry)}}`` for the 12 MedMNIST-C
+#: datasets and the two pathology suite keys; corruptions in the reference's order.
 TABLES: dict = {
     'pathmnist': {
         'pixelate': (0.8, 0.6, 0.4, 0.3, 0.25),
@@ -212,7 +221,11 @@ DATASETS: tuple = tuple(TABLES)
 # The digital-pathology suite (Zhang et al., "Benchmarking the Robustness of Deep Neural Networks
 # to Common Corruptions in Digital Pathology", MICCAI 2022, arXiv:2206.14973), its 96 px
 # (Patchcamelyon-C) and 224 px (LocalTCT-C) configurations, from that paper's corruption
-# definitions and severity tables.
+# definitions and severity tables and its released code (github.com/superjamessyx/
+# robustness_benchmark). The 224 px saturate and hue shifts are read from a figure of the paper
+# (not from the released code); the marking sizes are the bounding boxes of the original's
+# blot at each severity (our blot is synthesised at those sizes, see
+# medmnistc_fast.corruptions.pathology).
 # Units: pixelate, jpeg_compression, defocus_blur, motion_blur as in MedMNIST-C (pixels at the
 # suite's reference size); brightness / saturate / hue: additive shift of HSV V / S / H (H wraps);
 # marking: (width, height) of the ink blot in pixels at the reference size; bubble: blend
