@@ -31,7 +31,8 @@ def hsv_shift_pixel(r, g, b, channel, amount):  # pragma: no cover - compiled
         0 = hue, 1 = saturation, 2 = value.
     amount : float, in [-1, 1]
         Added to the channel. S and V are clipped to [0, 1]; H wraps: minus 1 when above 1, plus 1
-        when below 0 (the spec's rule, "subtract 1 when above 1", extended to negative shifts).
+        when below 0 (the original benchmark's rule, "subtract 1 when above 1", extended to
+        negative shifts).
 
     Returns
     -------

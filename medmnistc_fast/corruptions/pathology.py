@@ -32,7 +32,7 @@ versions: the few pseudo-random coefficients come from SplitMix64 of fixed count
   series with 16 harmonics of amplitude ``0.2 / k`` (coefficients from SplitMix64, seed
   :data:`BLOT_SEED`), scaled so that its bounding box is the requested width x height; it fills
   about 75 % of that box, so at the tabulated sizes its area is about ``(s / 10) ** 2`` of the
-  image as stated in the spec (within 3 % at every level of both tables except the 10 x 10 px
+  image at severity s, the original blot's (within 3 % at every level of both tables except the 10 x 10 px
   level-1 blot at 96 px, which has 84 px instead of 92). Its colour is a smooth random shade mapped
   linearly between the darkest ink (15, 10, 8) and the mean ink (34, 21, 18) (shade normalised
   to min 0 and mean 1 on every rendering), with a few lighter pixels on parts of the rim.
@@ -93,9 +93,10 @@ def _hue_kernel(image, *, amount):
     return hsv_shift_kernel(image, 0, float(amount))
 
 
-#: ``brightness`` of the suite: HSV V += .05 .. .25 (spec table, both configurations).
+#: ``brightness`` of the suite: HSV V += .05 .. .25 (both configurations; Zhang et al. 2022).
 HSV_BRIGHTNESS = Kind("brightness", _sample_amount, _value_kernel, random=False)
-#: ``hue``: HSV H += .02 .. .10 at 96 px, .03 .. .15 at 224 px (spec table), cyclic.
+#: ``hue``: HSV H += .02 .. .10 at 96 px, .03 .. .15 at 224 px (Zhang et al. 2022; the 224 px
+#: values from a figure of the paper), cyclic.
 HUE = Kind("hue", _sample_amount, _hue_kernel, random=False)
 
 
@@ -126,17 +127,20 @@ def _check_side(value, name: str) -> int:
 # ---------------------------------------------------------------------------------------------
 
 #: Seed of the blot's outline and shading coefficients (any fixed value; this one gives a blot
-#: filling about 75 % of its bounding box, the spec's "area about (s/10)^2 of the image").
+#: filling about 75 % of its bounding box, so that its area is about (s/10)^2 of the image at
+#: severity s, as the original blot's).
 BLOT_SEED = 3
 #: Harmonics 2..17 of the outline radius, amplitude ``_BLOT_AMPLITUDE / k``.
 _BLOT_HARMONICS = np.arange(2, 18)
 _BLOT_AMPLITUDE = 0.2
-#: Darkest and mean ink colour, RGB 0..255 (spec, "marking": darkest about (15, 10, 8), mean
-#: about (34, 21, 18)).
+#: Darkest and mean ink colour, RGB 0..255: those of the original benchmark's blot asset
+#: (``blots.npy`` of github.com/superjamessyx/robustness_benchmark, not used here): darkest
+#: about (15, 10, 8), mean about (34, 21, 18).
 INK_DARKEST = (15.0, 10.0, 8.0)
 INK_MEAN = (34.0, 21.0, 18.0)
 #: Top-left corner (x = column, y = row) of the blot, pixels at the reference size, by reference
-#: size (spec, "marking": x = 17, y = 10 at 96 px; 27, 13 at 224).
+#: size: the fixed paste position of the original benchmark's code (x = 17, y = 10 at 96 px;
+#: 27, 13 at 224).
 MARKING_POSITIONS = {96: (17, 10), 224: (27, 13)}
 #: Largest blot side accepted by :func:`marking` (pixels). The blot is rendered as a full
 #: height x width array with 4 x 4 sub-pixel samples per pixel, about 2 s for 1024 x 1024 on one
@@ -282,11 +286,11 @@ def marking_sample(param, ctx: Context) -> dict:
     ----------
     param : tuple of (int, int)
         (width, height) of the blot in pixels at the reference size (registry table
-        ``marking``: (10, 10) .. (54, 57) at 96 px, (24, 26) .. (126, 135) at 224). The spec
-        gives "about 10x10 .. 57x54" and "26x24 .. 135x126" without saying which side comes
-        first; they are read here as height x width (NumPy's (H, W) order), so the blots are
-        slightly taller than wide. The area, the spec's "(s/10)^2 of the image", is the same
-        either way.
+        ``marking``: (10, 10) .. (54, 57) at 96 px, (24, 26) .. (126, 135) at 224). The
+        original blot's sizes are known as "about 10x10 .. 57x54" and "26x24 .. 135x126"
+        without saying which side comes first; they are read here as height x width (NumPy's
+        (H, W) order), so the blots are slightly taller than wide. The area, about
+        ``(s / 10) ** 2`` of the image, is the same either way.
     ctx : Context
         ``ctx.scale = min(H, W) / reference_size``; ``ctx.reference_size`` (96 or 224) selects the
         top-left corner in :data:`MARKING_POSITIONS`.
@@ -370,7 +374,8 @@ def _paste(out, mask, ink, r0, r1, c0, c1, y, x):  # pragma: no cover - compiled
                     out[r, c, k] = ink[r - y, c - x, k]
 
 
-#: ``marking`` of the suite: fixed top-left corner (spec table; registry entries use it).
+#: ``marking`` of the suite: fixed top-left corner (:data:`MARKING_POSITIONS`; registry entries
+#: use it).
 MARKING = Kind("marking", marking_sample, marking_kernel, random=False)
 #: Variant with a uniformly random corner per image (seeded through the image key). Not in the
 #: registry tables; use it through :func:`marking` (``position=None``) or as a custom kind.
@@ -381,18 +386,19 @@ MARKING_RANDOM = Kind("marking", marking_random_sample, marking_kernel, random=T
 # bubble
 # ---------------------------------------------------------------------------------------------
 
-#: Ellipse centre and semi-axes as fractions of (W, H): pi * 0.46 * 0.45 = 65.0 % of the patch
-#: (spec, "bubble": covering about 65 % of the patch).
+#: Ellipse centre and semi-axes as fractions of (W, H): pi * 0.46 * 0.45 = 65.0 % of the patch,
+#: the share the original benchmark's photographed bubble (``bubbles.npy``, not used) covers.
 BUBBLE_CENTRE = (0.48, 0.52)
 BUBBLE_AXES = (0.46, 0.45)
-#: Interior colour, RGB 0..255 (spec: near-neutral light gray, about 229), brightened by up to
-#: ``_BUBBLE_GLOW`` towards the centre.
+#: Interior colour, RGB 0..255 (the original bubble's near-neutral light gray, about 229),
+#: brightened by up to ``_BUBBLE_GLOW`` towards the centre.
 BUBBLE_INTERIOR = (227.0, 228.0, 230.0)
 _BUBBLE_GLOW = 3.0
-#: Darkest rim colour (spec: minimum about 29/255).
+#: Darkest rim colour (the original bubble's minimum, about 29/255).
 BUBBLE_RIM = (29.0, 29.0, 30.0)
 #: Rim lines (distance inside the edge, Gaussian width, darkness 0..1), distances and widths as
-#: fractions of min(H, W) (1.2 % = 1.15 px at 96 px); the spec's "dark double-line rim".
+#: fractions of min(H, W) (1.2 % = 1.15 px at 96 px): the original bubble's dark double-line
+#: rim, approximated.
 _BUBBLE_LINES = ((0.012, 0.010, 1.0), (0.045, 0.007, 0.7))
 
 
@@ -468,7 +474,7 @@ def _blend(image, bubble, mask, strength):  # pragma: no cover - compiled
 
 
 def _sample_strength(param, ctx: Context) -> dict:
-    """``{"strength": r}`` with r the table entry (.1, .3, .5, .7, .9; spec, "bubble")."""
+    """``{"strength": r}`` with r the table entry (.1, .3, .5, .7, .9; Zhang et al. 2022)."""
     return {"strength": float(param)}
 
 
@@ -495,7 +501,7 @@ def bubble_kernel(image: np.ndarray, *, strength: float) -> np.ndarray:
     return to_gray(out) if image.shape[2] == 1 else out
 
 
-#: ``bubble`` of the suite (spec table r = .1, .3, .5, .7, .9; both configurations).
+#: ``bubble`` of the suite (r = .1, .3, .5, .7, .9 in both configurations; Zhang et al. 2022).
 PATHOLOGY_BUBBLE = Kind("bubble", _sample_strength, bubble_kernel, random=False)
 
 #: The pathology suite's kinds whose behaviour differs from the MedMNIST-C kind of the same name
