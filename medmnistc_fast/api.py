@@ -240,10 +240,12 @@ def corrupt(image, corruption, severity, *, dataset, seed=None, index=0) -> np.n
     Raises
     ------
     TypeError
-        ``image`` not a uint8 ndarray; ``severity``, ``seed``, ``index`` not ints; names not str.
+        ``image`` not a uint8 ndarray (a masked array included); ``severity``, ``seed``,
+        ``index`` not ints (bools and floats included); names not str.
     ValueError
         Bad shape, fewer than 8 pixels a side, 2 or 4+ channels, severity outside 1..5,
-        negative seed or index, unknown dataset or corruption.
+        negative seed, ``index`` outside [0, 2**63), unknown dataset or corruption (the
+        message lists the valid ones).
 
     References
     ----------
@@ -289,8 +291,14 @@ def corrupt_batch(images, corruption, severity, *, dataset, seed=None, start=0,
 
     Raises
     ------
-    TypeError, ValueError
-        As in :func:`corrupt`; also for a bad ``start``, ``num_threads`` or ``out``.
+    TypeError
+        As in :func:`corrupt` (for ``images``); ``start`` or ``num_threads`` not an int;
+        ``out`` not a uint8 ndarray.
+    ValueError
+        As in :func:`corrupt` (for ``images``); a 3-D ``images`` whose shape looks like one
+        ``(H, W, C)`` image (C in 1, 3, H, W >= 8: add a batch axis); ``start`` negative or
+        ``start + N - 1 >= 2**63``; ``num_threads`` outside 1..1024; ``out`` of another shape,
+        not C-contiguous and writeable, or sharing memory with ``images``.
     """
     nhwc = as_nhwc(images)
     start = check_nonneg_int(start, "start", upper=MAX_INDEX - max(1, nhwc.shape[0]))
