@@ -7,7 +7,8 @@ Layout (the reference's ``DatasetManager``, kept by :mod:`medmnistc_fast.generat
     {root}/{dataset}/manifest.json        (optional; written by generate)
 
 (``val_images`` / ``val_labels`` or ``train_...`` for ``generate --split val`` or ``train``.)
-``test_images`` is uint8 ``(kN, H, W)`` or ``(kN, H, W, 3)``, ``test_labels`` ``(kN, L)``
+``test_images`` is uint8 ``(kN, H, W)``, ``(kN, H, W, 1)`` or ``(kN, H, W, 3)``,
+``test_labels`` ``(kN, L)``
 (``(kN,)`` is accepted too), severity-major: rows ``[j N, (j + 1) N)`` hold the j-th stored
 level. The stored levels are those that ``generate --severities`` wrote, read from the zarr
 group's ``severities`` attribute or from the file's entry in ``manifest.json``; without either
@@ -302,7 +303,7 @@ class CorruptedSet:
     severities : tuple of int
         The selected levels.
     image_shape : tuple of int
-        ``(H, W)`` or ``(H, W, 3)``.
+        ``(H, W)``, ``(H, W, 1)`` or ``(H, W, 3)``, as stored.
     split : str
         The split whose arrays are read.
     path : str
@@ -311,8 +312,10 @@ class CorruptedSet:
     -----
     ``len(cs) == N * len(severities)``; item ``i`` is sample ``i % N`` at level
     ``severities[i // N]`` (file row ``stored_severities.index(level) * N + i % N``) and
-    ``cs[i]`` returns ``(image, label)``: a new writable uint8 ndarray ``(H, W[, 3])`` and the
-    label row (``(L,)``, the file's dtype). Negative indices count from the end.
+    ``cs[i]`` returns ``(image, label)``: a new writable uint8 ndarray of shape
+    ``image_shape`` and the label row (``(L,)``, or ``()`` for 1-D labels; the file's dtype).
+    Negative indices count from the end; TypeError for a non-int index, IndexError beyond
+    ``len(cs)``.
     :meth:`arrays` gives whole arrays (memory-mapped slices when possible).
 
     Raises
@@ -359,6 +362,33 @@ class CorruptedSet:
         """Open a corrupted-set file anywhere (``.npz`` or ``.zarr``); names are not checked.
 
         ``dataset`` and ``corruption`` become the parent folder's and the file's names.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The ``.npz`` file or ``.zarr`` directory store.
+        severity, split
+            As in :class:`CorruptedSet`.
+        format : {"auto", "npz", "zarr"}
+            "auto": zarr for a directory or a ``.zarr`` name, else npz.
+
+        Returns
+        -------
+        CorruptedSet
+
+        Raises
+        ------
+        FileNotFoundError
+            ``path`` does not exist.
+        TypeError
+            ``path`` not a str or os.PathLike; ``split`` not a str; ``severity`` not an int,
+            a sequence of ints or None.
+        ValueError
+            Unknown ``format`` or ``split``; a directory read as npz or a file read as zarr; a
+            file without the split's arrays or whose arrays do not have the layout of
+            :class:`CorruptedSet`; ``severity`` outside 1..5, repeated or not stored.
+        ImportError
+            A zarr store without zarr installed.
         """
         if format not in _FORMATS:
             raise ValueError(f"format must be one of {', '.join(map(repr, _FORMATS))}; "
@@ -380,7 +410,8 @@ class CorruptedSet:
         im_key, lb_key = f"{self.split}_images", f"{self.split}_labels"
         if dtype != np.uint8 or len(shape) not in (3, 4) or (
                 len(shape) == 4 and shape[3] not in (1, 3)):
-            raise ValueError(f"{path}: {im_key} must be uint8 (5N, H, W) or (5N, H, W, 3); "
+            raise ValueError(f"{path}: {im_key} must be uint8 (5N, H, W), (5N, H, W, 1) or "
+                             f"(5N, H, W, 3); "
                              f"got {dtype} {shape}")
         if len(lshape) not in (1, 2) or lshape[0] != shape[0]:
             raise ValueError(f"{path}: {lb_key} must have shape (5N, L) or (5N,) with the "
@@ -430,7 +461,27 @@ class CorruptedSet:
     # -- selection ----------------------------------------------------------------------------
 
     def select(self, severity) -> "CorruptedSet":
-        """A view of the same file exposing other levels (int, sequence of int, or None)."""
+        """A view of the same file exposing other levels.
+
+        Parameters
+        ----------
+        severity : int, sequence of int, or None
+            Levels in 1..5 among :attr:`stored_severities`, in the order to expose; None: all
+            stored levels.
+
+        Returns
+        -------
+        CorruptedSet
+            A new object sharing the file (this one is unchanged).
+
+        Raises
+        ------
+        TypeError
+            ``severity`` not an int, a sequence of ints or None (a str included).
+        ValueError
+            An empty sequence, a level outside 1..5, a repeated level, or a level the file
+            does not hold.
+        """
         other = object.__new__(type(self))
         other.__dict__.update(self.__dict__)
         other.severities = _check_severities(severity, self.stored_severities)
@@ -454,7 +505,15 @@ class CorruptedSet:
         return block * self.n_per_severity + i % self.n_per_severity, s
 
     def severity_of(self, i: int) -> int:
-        """The level (1..5) of item ``i``."""
+        """The level (1..5) of item ``i`` (negative ``i`` counts from the end).
+
+        Raises
+        ------
+        TypeError
+            ``i`` not an int.
+        IndexError
+            ``i`` outside ``-len(self)..len(self) - 1``.
+        """
         return self._row(i)[1]
 
     def __len__(self) -> int:
@@ -526,8 +585,16 @@ class TorchCorruptedSet:
         ``Compose([ToTensor(), Normalize(...)])``). Without it the image is a uint8 tensor
         ``(C, H, W)`` (C = 1 for gray sets) so that the default collate works.
     target_transform : callable, optional
-        Receives the label as an int64 ndarray ``(L,)``; without it the label is an int64
-        tensor ``(L,)``.
+        Receives the label as an int64 ndarray ``(L,)`` (``()`` for 1-D stored labels); without
+        it the label is an int64 tensor of that shape.
+
+    Raises
+    ------
+    TypeError
+        ``corrupted`` not a :class:`CorruptedSet`; ``transform`` or ``target_transform`` not
+        callable or None.
+    ImportError
+        torch is not installed.
 
     Notes
     -----
