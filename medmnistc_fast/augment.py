@@ -174,8 +174,12 @@ def param_range(dataset: str, corruption: str, levels=(1, 5)) -> tuple:
 
     Raises
     ------
-    ValueError, TypeError
-        Unknown names, bad ``levels``.
+    TypeError
+        ``dataset`` or ``corruption`` not a str; ``levels`` not a pair of ints.
+    ValueError
+        ``dataset`` not one of the 12 MedMNIST-C datasets (the pathology suite keys are not
+        accepted), ``corruption`` not defined for it, ``levels`` not
+        ``1 <= low <= high <= 5``.
     """
     dataset = _check_dataset_aug(dataset)
     corruption = check_corruption(dataset, corruption)
@@ -591,7 +595,7 @@ class AugMedMNISTC:
     ------
     TypeError
         ``dataset`` not a str; ``corruptions`` not a sequence of str (a bare str included);
-        ``weights`` not a mapping, or a weight not a real number (a bool included);
+        ``folds`` neither a str nor a sequence of str; ``weights`` not a mapping, or a weight not a real number (a bool included);
         ``identity`` not a bool; ``n_ops``, ``seed`` or a ``levels``
         bound not an int; ``levels`` not a pair.
     ValueError
@@ -792,6 +796,13 @@ class AugMedMNISTC:
         tuple of Op
             ``n_ops`` operations; ``aug.apply(img, aug.draw(...))`` is what ``aug(img, ...)``
             computes.
+
+        Raises
+        ------
+        TypeError
+            ``index`` or ``epoch`` not an int.
+        ValueError
+            ``index`` outside [0, 2**63); ``epoch`` negative; ``epoch`` without ``index``.
         """
         return self._draw_ops(self._generator(index, epoch))
 
@@ -1048,7 +1059,15 @@ class AugmentedDataset:
         self.epoch = check_nonneg_int(epoch, "epoch")
 
     def set_epoch(self, epoch: int) -> None:
-        """Set the epoch used for keys from now on (int >= 0)."""
+        """Set the epoch used for keys from now on (int >= 0).
+
+        Raises
+        ------
+        TypeError
+            ``epoch`` not an int (bools included).
+        ValueError
+            ``epoch`` negative.
+        """
         self.epoch = check_nonneg_int(epoch, "epoch")
 
     def __len__(self) -> int:
@@ -1103,7 +1122,15 @@ class EpochSampler:
 
     def set_epoch(self, epoch: int) -> None:
         """Set the epoch paired with the indices from now on (int >= 0); also forwarded to the
-        wrapped sampler when it has ``set_epoch`` (``DistributedSampler``)."""
+        wrapped sampler when it has ``set_epoch`` (``DistributedSampler``).
+
+        Raises
+        ------
+        TypeError
+            ``epoch`` not an int (bools included).
+        ValueError
+            ``epoch`` negative.
+        """
         self.epoch = check_nonneg_int(epoch, "epoch")
         if hasattr(self.sampler, "set_epoch"):
             self.sampler.set_epoch(self.epoch)
