@@ -341,8 +341,22 @@ def balanced_accuracy(y_true: Any, y_score: Any, task: str, threshold: Threshold
 def balanced_error(y_true: Any, y_score: Any, task: str, threshold: Threshold = 0.5) -> float:
     """Balanced error ``1 - balanced_accuracy(y_true, y_score, task, threshold)``.
 
-    This is the error of the MedMNIST-C benchmark [1]_; parameters, return range and exceptions are those of
-    :func:`balanced_accuracy`.
+    This is the error of the MedMNIST-C benchmark [1]_.
+
+    Parameters
+    ----------
+    y_true, y_score, task, threshold
+        As in :func:`balanced_accuracy`.
+
+    Returns
+    -------
+    float
+        Balanced error in ``[0, 1]``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As in :func:`balanced_accuracy`.
 
     References
     ----------
@@ -698,14 +712,16 @@ def evaluate_robustness(
     Raises
     ------
     TypeError
-        If ``corrupted_scores`` is not a mapping, ``baseline`` is neither a str nor a mapping, or an argument
-        has a non-numeric dtype (see :func:`balanced_accuracy`).
+        If ``dataset`` or ``task`` is not a str, ``corrupted_scores`` is not a mapping, ``baseline`` is neither
+        a str nor a mapping, ``baseline["errors"]`` is not a non-empty mapping, a baseline error is not a real
+        number, or an argument has a non-numeric dtype (see :func:`balanced_accuracy`).
     ValueError
         If ``dataset``, ``task``, ``baseline`` or a corruption name is unknown (the message lists the valid
         names); if ``corrupted_scores`` is empty; if a shape is wrong (a corrupted array without exactly
         ``5N`` rows or with a different number of columns than ``clean_scores``; for the dataset's own task,
         a number of score columns that is not the dataset's number of classes, or 1 or 2 for binary tasks);
-        for bad labels or thresholds (see :func:`balanced_accuracy`). Zero-denominator rule: if a baseline
+        for bad labels or thresholds (see :func:`balanced_accuracy`); if a custom baseline mapping has other
+        keys than ``clean_error`` and ``errors`` or an error outside ``[0, 1]``. Zero-denominator rule: if a baseline
         error ``E_c(B)`` is 0 or ``E_c(B) == E_clean(B)`` for an evaluated corruption, BE_c or rBE_c is
         undefined and ``ValueError`` naming ``baseline`` is raised (never NaN); so it is when a denominator
         is so close to 0 (subnormal) that BE_c or rBE_c would overflow to infinity. This cannot happen with
@@ -915,6 +931,9 @@ def _reduce_last(e: np.ndarray) -> Union[float, np.ndarray]:
 def corruption_error(errors: Any) -> Union[float, np.ndarray]:
     """Corruption error ``CE_c = mean_s E_{s,c}`` (not normalised by a baseline model).
 
+    This is the pathology benchmark's CE [3]_. ImageNet-C's CE [5]_ is instead normalised by a baseline,
+    ``sum_s E_{s,c} / sum_s E_{s,c}(AlexNet)``; the pathology suite has no baseline model.
+
     Parameters
     ----------
     errors : array_like, shape (S,) or (C, S), real in [0, 1]
@@ -936,6 +955,7 @@ def corruption_error(errors: Any) -> Union[float, np.ndarray]:
     ----------
     .. [3] Zhang et al., "Benchmarking the robustness of deep neural networks to common corruptions in
            digital pathology", MICCAI 2022.
+    .. [5] Hendrycks and Dietterich, ICLR 2019.
     """
     return _reduce_last(_check_errors(errors))
 
