@@ -1905,10 +1905,15 @@ def load_images(dataset: str, lo: int = 0, hi: int | None = None, *, root=None,
 
     Parameters
     ----------
-    dataset, root, sample, sample_n, size, split
+    dataset : str
+        One of :data:`medmnistc_fast.DATASETS` (the pathology suites have no MedMNIST+ files).
+    root, sample, sample_n, size, split
         As in :func:`generate`.
-    lo, hi : int
-        Row range (``hi=None``: ``lo + 1``).
+    lo : int >= 0
+        First row.
+    hi : int >= lo, optional
+        End of the row range, exclusive, at most the split's image count (``None``:
+        ``lo + 1``).
 
     Returns
     -------
@@ -1916,8 +1921,14 @@ def load_images(dataset: str, lo: int = 0, hi: int | None = None, *, root=None,
 
     Raises
     ------
-    FileNotFoundError, ValueError
-        As in :func:`generate`; also for an index out of range.
+    FileNotFoundError
+        As in :func:`generate` (a missing MedMNIST+ file).
+    TypeError
+        ``dataset`` not a str; ``lo``, ``hi``, ``size`` or ``sample_n`` not an int.
+    ValueError
+        Unknown ``dataset`` or ``split``; ``lo`` negative; ``hi`` below ``lo`` or beyond the
+        split's image count; ``size`` below 8 (or above 4096 for the sample); a damaged
+        input file.
     """
     dataset = _single_dataset(dataset)
     size = _check_int(size, "size", 8)
@@ -1925,7 +1936,7 @@ def load_images(dataset: str, lo: int = 0, hi: int | None = None, *, root=None,
         raise ValueError(f"split must be one of {', '.join(SPLITS)}; got {split!r}")
     inp = (_open_sample_input(dataset, split, size, _check_int(sample_n, "sample_n", 1))
            if sample else _open_file_input(dataset, split, size, root))
-    lo = _check_int(lo, "index", 0)
+    lo = _check_int(lo, "lo", 0)
     hi = lo + 1 if hi is None else _check_int(hi, "hi", lo)
     if hi > inp.n:
         raise ValueError(f"index out of range: the {split} split of {dataset} has {inp.n} "

@@ -491,6 +491,13 @@ def test_load_images_and_preview(root):
     np.testing.assert_array_equal(load_images(GRAY_DS, 11, root=root, size=SIZE), gray[11:12])
     with pytest.raises(ValueError, match="index out of range"):
         load_images(GRAY_DS, N, root=root, size=SIZE)
+    # the row-range errors name the arguments lo and hi (lo used to be called "index")
+    with pytest.raises(ValueError, match="lo must be an int >= 0; got -1"):
+        load_images(GRAY_DS, -1, root=root, size=SIZE)
+    with pytest.raises(TypeError, match="lo must be an int >= 0"):
+        load_images(GRAY_DS, 1.0, root=root, size=SIZE)
+    with pytest.raises(ValueError, match="hi must be an int >= 5; got 3"):
+        load_images(GRAY_DS, 5, 3, root=root, size=SIZE)
     im = render_preview(clean[0], RGB_DS, seed=1, corruptions=["pixelate", "characters"])
     c = preview_cell(SIZE)
     assert c == 96 and im.size == (120 + 6 * (c + 4) + 4, 20 + 2 * (c + 4) + 4)
