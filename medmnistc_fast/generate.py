@@ -1693,7 +1693,10 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         get it and mentions ``--sample``), or ``scheduler`` names a ``.json`` scheduler file
         that does not exist.
     ValueError
-        Unknown dataset, corruption or severity; an empty ``out``; more than one input; a
+        Unknown dataset, corruption or severity; an empty ``out``; more than one input;
+        ``seed`` negative, ``sample_n`` or ``chunk_size`` below 1, ``size`` below 8 (above
+        4096 for the sample) or given with ``folder`` / ``images``, ``workers`` outside
+        1..1024 or given with ``scheduler``; unknown ``split`` or ``fmt``; a
         damaged or malformed input (not a zip, missing arrays, wrong dtype or shape, CRC
         error; for a folder, see ``folder``); outputs made with other parameters without
         ``overwrite``; ``workers`` > 1 from a script read from standard input. Inputs are
@@ -1701,7 +1704,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     TypeError
         Arguments of the wrong type (``dataset`` None or not a str or sequence of str,
         ``out`` not a str or os.PathLike, ``sample``,
-        ``compress``, ``overwrite`` or ``progress`` not a bool, ``images`` not uint8,
+        ``compress``, ``overwrite`` or ``progress`` not a bool, ``seed``, ``sample_n``,
+        ``size``, ``workers`` or ``chunk_size`` not an int (bools included), ``images`` not uint8,
         ``labels`` not integers, ``images`` without ``labels``).
     ImportError
         ``fmt="zarr"`` without zarr, ``scheduler`` without dask.distributed.

@@ -141,7 +141,7 @@ def sample_split(dataset: str, size: int = 224, n: int = 30) -> dict:
     dataset : str
         One of the 12 MedMNIST-C datasets (:data:`medmnistc_fast.DATASETS`); selects colour or
         gray sources (``registry.RGB``) and the label layout.
-    size : int >= 8
+    size : int in 8..4096 (:data:`MAX_SIZE`)
         Side in pixels.
     n : int >= 0
         Images per split.
@@ -159,7 +159,7 @@ def sample_split(dataset: str, size: int = 224, n: int = 30) -> dict:
         ``dataset`` not a str; ``n`` or ``size`` not an int.
     ValueError
         Unknown dataset (the pathology suite keys included: the sample has no labels for them),
-        ``n`` negative, ``size`` below 8.
+        ``n`` negative, ``size`` outside 8..4096.
     """
     if not isinstance(dataset, str):
         raise TypeError(f"dataset must be a str, one of: {', '.join(registry.DATASETS)}; "
