@@ -68,7 +68,7 @@ def _add_source(p: argparse.ArgumentParser, folder: bool = False) -> None:
                    help="images per split of the sample (default 30)")
     p.add_argument("--size", type=_positive_int, default=None,
                    help="image side in pixels (default 224): MedMNIST+ files come at 28, 64, "
-                        "128 and 224; with --sample any side >= 8"
+                        "128 and 224; with --sample any side in 8..4096"
                         + ("; not used with --from-folder" if folder else ""))
     p.add_argument("--split", default="test", choices=("test", "val", "train"),
                    help="split to read (default test)")
@@ -82,7 +82,8 @@ def _build_parser() -> argparse.ArgumentParser:
                         help="no progress bars or summary")
 
     parser = argparse.ArgumentParser(
-        prog=_PROG, description="Fast, reproducible MedMNIST-C corruptions.")
+        prog=_PROG, description="Fast, reproducible MedMNIST-C and digital-pathology "
+                                "corruptions.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -109,7 +110,8 @@ def _build_parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=_nonneg_int, default=0, help="random seed (default 0)")
     par = g.add_mutually_exclusive_group()
     par.add_argument("--workers", type=_positive_int, default=None, metavar="N",
-                     help="worker processes on this machine (default: available CPUs)")
+                     help="worker processes on this machine, 1..1024 (default: available "
+                          "CPUs)")
     par.add_argument("--scheduler", metavar="ADDRESS", default=None,
                      help="run on a Dask distributed cluster: scheduler address "
                           "(tcp://host:8786) or scheduler file (.json)")
@@ -119,7 +121,8 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="deflate npz members (zlib level 1, in the workers) / compress zarr "
                         "chunks; default: stored, the fastest")
     g.add_argument("--chunk-size", type=_positive_int, default=None, metavar="ROWS",
-                   help="images per task and zarr chunk (default: about 8 MiB)")
+                   help="images per task and zarr chunk (default: about 8 MiB of images, "
+                        "16..1024 rows)")
     g.add_argument("--overwrite", action="store_true",
                    help="replace outputs made with other parameters")
 
@@ -346,9 +349,11 @@ def main(argv=None) -> int:
     Returns
     -------
     int
-        0 on success (also for ``list`` into a pipe the reader closed), 2 on bad arguments or
-        inputs and on failed reads or writes, OSError including a broken pipe of ``generate``
-        or ``preview`` (a one-line message on stderr), 130 when interrupted.
+        0 on success (also for ``list`` into a pipe the reader closed); 2 on bad arguments
+        or inputs (ValueError, argparse usage errors), a missing optional dependency
+        (ImportError) and failed reads or writes (OSError, a broken pipe of ``generate`` or
+        ``preview`` included), each with a one-line message on stderr; 130 when interrupted
+        (Ctrl-C or SIGTERM).
     """
     parser = _build_parser()
     try:
