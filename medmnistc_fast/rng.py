@@ -77,7 +77,16 @@ def seed_state(entropy: int, spawn_key: tuple = (), n_words: int = 1) -> np.ndar
     Returns
     -------
     ndarray of uint64, shape (n_words,)
+
+    Raises
+    ------
+    ValueError
+        ``entropy`` or an entry of ``spawn_key`` negative (as NumPy's ``SeedSequence`` raises).
     """
+    # Checked here for both paths: _words of a negative int would never terminate.
+    if entropy < 0 or (spawn_key and min(spawn_key) < 0):
+        raise ValueError(f"entropy and spawn_key entries must be non-negative ints; got "
+                         f"entropy={entropy!r}, spawn_key={spawn_key!r}")
     global _NATIVE_OK
     if _NATIVE_OK is None:
         probes = [(0, ()), (1, ()), (2**32, ()), (2**64 - 1, ()), (2**127 + 12345, ()),
@@ -127,7 +136,8 @@ def fresh_seed() -> int:
 def key_from_seed(seed) -> int:
     """The 64-bit key of a functional-layer call: ``SeedSequence(seed).generate_state(1)``.
 
-    ``seed`` is an int >= 0 (already validated) or None for fresh OS entropy.
+    ``seed`` is an int >= 0 (already validated) or None for fresh OS entropy; a negative int
+    raises ValueError (:func:`seed_state`).
     """
     if seed is None:
         seed = fresh_seed()
@@ -149,7 +159,14 @@ def base_key(seed: int, dataset: str, corruption: str, severity: int) -> int:
     Returns
     -------
     int in [0, 2**64)
+
+    Raises
+    ------
+    ValueError
+        ``seed`` negative.
     """
+    if seed < 0:
+        raise ValueError(f"seed must be a non-negative int; got {seed!r}")
     spawn = (zlib.crc32(dataset.encode()), zlib.crc32(corruption.encode()), int(severity))
     return int(seed_state(int(seed), spawn)[0])
 

@@ -61,3 +61,17 @@ def test_native_rejects_bad_arguments():
         _native.seed_sequence_state([], 1)
     with pytest.raises(ValueError, match="n64 must be in"):
         _native.seed_sequence_state([1], 0)
+
+
+def test_negative_seeds_raise_like_numpy():
+    # NumPy's SeedSequence refuses negative entropy and spawn-key entries; the native path used
+    # to loop forever splitting -1 into 32-bit words (base_key(-1, ...) exhausted memory).
+    for entropy, spawn in ((-1, ()), (1, (3, -2))):
+        with pytest.raises(ValueError, match="expected non-negative"):
+            np.random.SeedSequence(entropy, spawn_key=spawn)
+        with pytest.raises(ValueError, match="entropy and spawn_key entries must be non-negative"):
+            rng.seed_state(entropy, spawn)
+    with pytest.raises(ValueError, match="seed must be a non-negative int; got -1"):
+        rng.base_key(-1, "pathmnist", "pixelate", 1)
+    with pytest.raises(ValueError, match="must be non-negative"):
+        rng.key_from_seed(-5)
