@@ -940,7 +940,8 @@ class AugMedMNISTC:
             Unsupported image type or dtype; non-int index/epoch.
         ValueError
             Bad shape or channel count, side < 8, PIL mode other than L/RGB, float values
-            outside [0, 1] or not finite, negative index/epoch, epoch without index.
+            outside [0, 1] or not finite, index outside [0, 2**63), negative epoch, epoch
+            without index.
         """
         g = self._stream() if index is None and epoch is None else self._generator(index, epoch)
         if self.n_ops == 1 and _is_pil(image):

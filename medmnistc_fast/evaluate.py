@@ -1081,8 +1081,9 @@ def top1_confidence(clean_probs: Any, corrupted_probs: Any, n_severities: int = 
     TypeError
         If an array is not real-valued or ``n_severities`` is not an int.
     ValueError
-        If shapes are wrong or disagree, or values are outside ``[0, 1]`` / rows do not sum to 1 (which
-        catches logits: CEC compares confidences across images and needs probabilities).
+        If shapes are wrong or disagree, values are outside ``[0, 1]`` / rows do not sum to 1 (which
+        catches logits: CEC compares confidences across images and needs probabilities), or ``n_severities``
+        is below 1.
     """
     n_sev = _check_n_severities(n_severities)
     clean = _check_probs(clean_probs, None, "clean_probs")
