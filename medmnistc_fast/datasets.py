@@ -288,7 +288,7 @@ class CorruptedSet:
         Levels to expose (1..5, among the stored ones), in the given order; None: every stored
         level (severity-major order).
     format : {"auto", "npz", "zarr"}
-        File format; "auto" picks by extension.
+        File format; "auto": see ``root``.
     split : {"test", "val", "train"} or None
         The split written by ``generate --split``: its folder and arrays. None: the test
         split's folder, and the file's own arrays (its only split, or "test").
@@ -326,6 +326,8 @@ class CorruptedSet:
         Unknown names, bad ``root``, ``severity`` (including a level the file does not hold),
         ``format`` or ``split``; a file without the split's arrays, or whose arrays do not
         have the layout above.
+    ImportError
+        A ``.zarr`` store without zarr installed.
     """
 
     def __init__(self, root, dataset: str, corruption: str, *, severity=None,
