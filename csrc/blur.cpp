@@ -661,6 +661,12 @@ struct DiskPlan {
     // Gaussian plans: the float32 evaluation decides a truncation when trunc(r -+ near) agree
     // (see disk_filter_body); near is twice the float32 error bound of this plan, at least 2^-11.
     float near = 0.0f;
+    // Gaussian plans with a small neighbour weight (tiny): the plan's value lies in
+    // [wc B - lo, wc B + hi] for every E, C >= 0 the image allows, so where
+    // trunc(fl(B wcf) - tiny_lo) and trunc(fl(B wcf) + tiny_hi) agree that is the result and
+    // E and C are not needed (see disk_filter_body).
+    bool tiny = false;
+    float tiny_wc = 0.0f, tiny_lo = 0.0f, tiny_hi = 0.0f;
     // Integer form of the scaled store (Gaussian-free plans, when it reproduces it for every
     // disk sum): out = clamp(((B + div_add) * div_mul >> div_shift) - div_sub, 0, 255).
     bool div = false;
@@ -911,6 +917,35 @@ std::optional<DiskPlan> plan_disk(const double* k, ptrdiff_t kh, ptrdiff_t kw, c
                             rho * rho * static_cast<double>(k_full + 2 * n_corr));
         plan.near = static_cast<float>(
             std::max(std::ldexp(1.0, -11), 2.0 * 12.0 * std::ldexp(mag, -24)));
+        // The tiny pre-decision. With Me and Mk non-negative, E and C are sums of pixels with
+        // non-negative weights: 0 <= E <= 255 sum(Me), 0 <= C <= 255 sum(Mk) (the split form
+        // evaluates these same integers), so the plan's value, wc (B + rho (E + rho C)) in
+        // double, lies in [wc B - d, wc B + T + d] with T = wc rho 255 (sum(Me) + rho
+        // sum(Mk)) and d = 2^-30 covering its five double roundings (each below 2^-44 at
+        // values under 2^9). fl(B wcf) differs from wc B by at most B |wcf - wc| + 2^-24 * 2^9
+        // (one float32 rounding; B <= 255 N, wc B < 2^9 by the gain check). The float32
+        // additions -lo and +hi round by at most half an ulp below 2^9, 2^-16, added to both
+        // margins. When hi + lo is well below 1 / N (the spacing of wc B), only disk sums next
+        // to a multiple of N reach the double evaluation.
+        std::int64_t e_tot = 0, k_tot = 0;
+        for (std::size_t p = 0; p < d.size(); ++p) {
+            e_tot += me[p];
+            k_tot += mk[p];
+        }
+        const float wcf = static_cast<float>(plan.wc);
+        const double bmax = 255.0 * static_cast<double>(n);
+        const double t_max = plan.wc * rho * 255.0 *
+                             (static_cast<double>(e_tot) + rho * static_cast<double>(k_tot));
+        const double lo = bmax * std::fabs(static_cast<double>(wcf) - plan.wc) +
+                          std::ldexp(1.0, -15) + std::ldexp(1.0, -16) + std::ldexp(1.0, -30);
+        const double hi = t_max + lo;
+        if (bmax * plan.wc < 512.0 && hi + lo < 0.75 / static_cast<double>(n)) {
+            plan.tiny = true;
+            plan.tiny_wc = wcf;
+            // Rounded up to float32, so the margins only grow.
+            plan.tiny_lo = std::nextafter(static_cast<float>(lo), 1.0f);
+            plan.tiny_hi = std::nextafter(static_cast<float>(hi), 1.0f);
+        }
     }
     if (!plan.gauss) {
         plan.wc = k_sum / static_cast<double>(n);
@@ -1370,6 +1405,9 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
         const f32x16 rhof = static_cast<float>(rho) + f32x16{};
         const f32x16 near = plan.near + f32x16{};
         const bool force_double = disk_force_double;
+        const bool tiny = plan.tiny;
+        const f32x16 tiny_wc = plan.tiny_wc + f32x16{}, tiny_lo = plan.tiny_lo + f32x16{},
+                     tiny_hi = plan.tiny_hi + f32x16{};
         const f64x8 rho8 = rho + f64x8{}, wc8 = wc + f64x8{};
         auto u_at = [&](const std::uint16_t* b0, const std::uint16_t* b2, ptrdiff_t i)
                         MMC_LAMBDA_INLINE {
@@ -1388,6 +1426,45 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
             if constexpr (Corr) {
                 disk_tap_sum<Isa, NI>(ev, rows_base, y, pb, vpos, tn[0], vneg, tn[1]);
             }
+            uint8_t* o = row_out(y, s0, n_out);
+            // B + rho (E + rho C) in double from the exact integer sums, at output vector t.
+            auto exact = [&](int t) MMC_LAMBDA_INLINE {
+                const ptrdiff_t i = G + 16 * t;
+                i32x16 e = u_at(b0, b2, i) + (Isa::u16(b1 + i - c) + Isa::u16(b1 + i + c));
+                i32x16 k = u_at(b0, b2, i - c) + u_at(b0, b2, i + c);
+                if constexpr (Corr) {
+                    e += Isa::s16(h1 + i);
+                    k += Isa::s16(h0 + i) + Isa::s16(h2 + i);
+                }
+                const i32x16 bc = Isa::u16(b1 + i);
+                auto half = [&](i32x8 bh, i32x8 eh, i32x8 kh) MMC_LAMBDA_INLINE {
+                    const f64x8 acc = __builtin_convertvector(bh, f64x8) +
+                                      rho8 * (__builtin_convertvector(eh, f64x8) +
+                                              rho8 * __builtin_convertvector(kh, f64x8));
+                    return __builtin_convertvector(wc8 * acc, i32x8);
+                };
+                // Stored here rather than merged into q: a 16-lane vector assigned on one
+                // branch only is kept in memory where the variant splits it (AVX2).
+                disk_store(o + 16 * t,
+                           Isa::bytes(dv::join(half(dv::low(bc), dv::low(e), dv::low(k)),
+                                               half(dv::high(bc), dv::high(e), dv::high(k)))));
+            };
+            if (tiny) {
+                // Small neighbour weight: decided from B alone where its margins allow.
+                for (int t = 0; t < NV - 1; ++t) {
+                    const f32x16 r =
+                        __builtin_convertvector(Isa::u16(b1 + G + 16 * t), f32x16) * tiny_wc;
+                    const i32x16 q = __builtin_convertvector(r - tiny_lo, i32x16);
+                    if (force_double ||
+                        Isa::any(q ^ __builtin_convertvector(r + tiny_hi, i32x16))) {
+                        exact(t);
+                        continue;
+                    }
+                    disk_store(o + 16 * t, Isa::bytes(q));
+                }
+                row_done(y, s0, n_out);
+                return;
+            }
             f32x16 vv[NV];
             for (int t = 0; t < NV; ++t) {
                 const i32x16 ut = u_at(b0, b2, 16 * t);
@@ -1395,7 +1472,6 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                         rhof * __builtin_convertvector(ut, f32x16);
                 if constexpr (CT == 0) disk_store(vrow + 16 * t, vv[t]);
             }
-            uint8_t* o = row_out(y, s0, n_out);
             for (int t = 0; t < NV - 1; ++t) {
                 const ptrdiff_t i = G + 16 * t;
                 f32x16 vc, nb;
@@ -1415,25 +1491,7 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                 const f32x16 r = wcf * (vc + rhof * nb);
                 const i32x16 q = __builtin_convertvector(r + near, i32x16);
                 if (force_double || Isa::any(q ^ __builtin_convertvector(r - near, i32x16))) {
-                    // B + rho (E + rho C) in double from the exact integer sums.
-                    i32x16 e = u_at(b0, b2, i) + (Isa::u16(b1 + i - c) + Isa::u16(b1 + i + c));
-                    i32x16 k = u_at(b0, b2, i - c) + u_at(b0, b2, i + c);
-                    if constexpr (Corr) {
-                        e += Isa::s16(h1 + i);
-                        k += Isa::s16(h0 + i) + Isa::s16(h2 + i);
-                    }
-                    const i32x16 bc = Isa::u16(b1 + i);
-                    auto half = [&](i32x8 bh, i32x8 eh, i32x8 kh) MMC_LAMBDA_INLINE {
-                        const f64x8 acc = __builtin_convertvector(bh, f64x8) +
-                                          rho8 * (__builtin_convertvector(eh, f64x8) +
-                                                  rho8 * __builtin_convertvector(kh, f64x8));
-                        return __builtin_convertvector(wc8 * acc, i32x8);
-                    };
-                    // Stored here rather than merged into q: a 16-lane vector assigned on one
-                    // branch only is kept in memory where the variant splits it (AVX2).
-                    disk_store(o + 16 * t,
-                               Isa::bytes(dv::join(half(dv::low(bc), dv::low(e), dv::low(k)),
-                                                   half(dv::high(bc), dv::high(e), dv::high(k)))));
+                    exact(t);
                     continue;
                 }
                 disk_store(o + 16 * t, Isa::bytes(q));
@@ -1641,6 +1699,24 @@ ImageOut filter2d(const ImageIn& image,
     return out;
 }
 
+// Testing aid: which evaluation filter2d gives (kernel, mask, gauss1d) at 224 px sizes: "general"
+// (no disk plan), "free" (Gaussian-free disk plan), "gauss" or "tiny" (Gaussian disk plan, with
+// the pre-decision from B alone), with "+corrected" when the plan has border corrections.
+std::string disk_plan_kind(const Array<double>& kernel, const Array<uint8_t>& mask,
+                           const Array<double>& gauss1d) {
+    if (kernel.ndim() != 2 || mask.ndim() != 2) {
+        throw std::invalid_argument("_disk_plan_kind: kernel and mask must be two-dimensional");
+    }
+    const ptrdiff_t gl = vector_length(gauss1d, "_disk_plan_kind", "gauss1d");
+    const auto disk = cached_disk_plan(kernel.data(), kernel.shape(0), kernel.shape(1),
+                                       mask.data(), mask.shape(0), mask.shape(1), gauss1d.data(),
+                                       gl);
+    if (!disk->has_value()) return "general";
+    const DiskPlan& plan = **disk;
+    std::string kind = !plan.gauss ? "free" : (plan.tiny ? "tiny" : "gauss");
+    return plan.corrected() ? kind + "+corrected" : kind;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Gaussian blur: torchvision.transforms.functional.gaussian_blur on a uint8 image.
 //
@@ -1828,6 +1904,8 @@ void register_blur(py::module_& m) {
     m.def("_set_disk_isa", &set_disk_isa, py::arg("name"),
           "Switch the disk filter (defocus fast path) to 'avx512', 'avx2' or 'baseline' if this CPU "
           "runs it; returns whether it did. Testing aid: not thread-safe.");
+    m.def("_disk_plan_kind", &disk_plan_kind, py::arg("kernel"), py::arg("mask"),
+          py::arg("gauss1d"), "Evaluation filter2d picks for a defocus kernel (testing aid).");
     m.def("_set_disk_double", &set_disk_double, py::arg("on"),
           "Make the disk filter's Gaussian plans take their double evaluation everywhere (True) or "
           "only where float32 cannot decide (False, the default). Testing aid: not thread-safe.");

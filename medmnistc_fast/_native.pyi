@@ -237,6 +237,12 @@ def _set_disk_isa(name: str) -> bool:
     """Testing aid: switch the disk filter to ``name`` if this CPU runs it (returns whether it
     did). Not thread-safe; every variant gives identical bytes."""
 
+def _disk_plan_kind(kernel: np.ndarray, mask: np.ndarray, gauss1d: np.ndarray) -> str:
+    """Testing aid: the evaluation ``filter2d(image, kernel, mask, gauss1d)`` takes: "general"
+    (no disk plan), "free" (Gaussian-free disk plan), "gauss" (float32 evaluation of the
+    Gaussian plan) or "tiny" (Gaussian plan decided from the disk sum alone where its margins
+    allow), followed by "+corrected" when the plan has kernel-border corrections."""
+
 def _set_disk_double(on: bool) -> None:
     """Testing aid: make the disk filter's Gaussian plans take their exact double evaluation for
     every sample (``True``) or only where the float32 evaluation cannot decide the truncation

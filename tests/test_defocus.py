@@ -147,6 +147,38 @@ def test_float32_decisions_equal_the_double_evaluation(isa):
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("radius, alias", VARIANT_PARAMS)
+def test_plan_kinds(radius, alias):
+    # Which evaluation each kernel takes, so that the equality tests above cover every path.
+    # The tiny pre-decision (B alone decides where trunc(wc B - lo) == trunc(wc B + hi)) needs
+    # its window hi + lo, about wc rho 255 (sum(Me) + rho sum(Mk)), well below the spacing
+    # 1 / N of wc B; sum(Me), sum(Mk) <= 4 N and wc <= 1.02 / N bound it by
+    # 1.02 * 255 * 4 rho (1 + rho).
+    kernel, mask, gauss = blur._defocus_parts(radius, alias)
+    kind = _native._disk_plan_kind(kernel, mask, gauss)
+    n = int(mask.sum())
+    rho = gauss[0] / gauss[1]
+    base, _, corr = kind.partition("+")
+    assert corr in ("", "corrected")
+    if rho * 255 * n < 2.0 ** -40:  # the neighbour weights cannot move a result
+        assert base == "free"
+    elif 1.02 * 255 * 4 * rho * (1 + rho) + 2.0 ** -13 < 0.7 / n:
+        assert base == "tiny"
+    elif rho > 1e-3:
+        assert base == "gauss"
+    # Border corrections exist exactly when the blurred disk reaches the grid's border rows.
+    assert (corr == "corrected") == (base != "free" and bool(mask[1].any() or mask[0].any()))
+
+
+def test_tiny_plans_in_the_tables():
+    # The MedMNIST-C levels with alias sigma 0.2 take the pre-decision (dermamnist and
+    # retinamnist level 2, pathmnist levels 3 and 4); their neighbours at 0.3 and above do not.
+    kinds = {p: _native._disk_plan_kind(*blur._defocus_parts(*p))
+             for p in [(5.0, 0.2), (6.0, 0.2), (6.0, 0.3), (7.0, 0.4), (8.0, 0.5)]}
+    assert kinds == {(5.0, 0.2): "tiny", (6.0, 0.2): "tiny", (6.0, 0.3): "gauss",
+                     (7.0, 0.4): "gauss+corrected", (8.0, 0.5): "gauss+corrected"}
+
+
 def test_set_disk_isa_refuses_unknown():
     assert _native._set_disk_isa("sse9") is False
     assert _native._disk_isa() == ISAS[0]
