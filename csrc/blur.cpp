@@ -645,6 +645,56 @@ constexpr int kDiskTolExp = -18;  // model accepted if |K - model| <= 2^-18 max|
 // Taps (dy, dx) from the anchor, each listed |coefficient| times.
 using DiskTaps = std::vector<std::pair<ptrdiff_t, ptrdiff_t>>;
 
+// A vertical run of correction taps: rows dy0..dy1 of column dx, added (sign 1) or subtracted.
+struct DiskRun {
+    ptrdiff_t dx, dy0, dy1;
+    int sign;
+};
+
+// Horizontal runs of correction taps over columns dx0..dx1, on the rows dy (with their signs).
+struct DiskSpan {
+    ptrdiff_t dx0, dx1;
+    std::vector<std::pair<ptrdiff_t, int>> rows;  // (dy, sign)
+};
+
+constexpr ptrdiff_t kDiskMinRun = 3;  // shorter runs stay single taps
+
+// Runs of at least kDiskMinRun taps along one axis (vertical: same dx, consecutive dy) among
+// the taps of one sign; the taps in no run go to `rest`. A tap listed twice is in at most one
+// run.
+std::vector<std::pair<std::pair<ptrdiff_t, ptrdiff_t>, ptrdiff_t>> disk_runs(
+    DiskTaps taps, bool vertical, DiskTaps& rest) {
+    // Each run as (first tap, length); sorted along the run's axis within its line.
+    auto key = [vertical](const std::pair<ptrdiff_t, ptrdiff_t>& t) {
+        return vertical ? std::make_pair(t.second, t.first) : t;
+    };
+    std::sort(taps.begin(), taps.end(), [&](const auto& a, const auto& b) {
+        return key(a) < key(b);
+    });
+    std::vector<std::pair<std::pair<ptrdiff_t, ptrdiff_t>, ptrdiff_t>> runs;
+    std::vector<bool> used(taps.size(), false);
+    for (std::size_t i = 0; i < taps.size(); ++i) {
+        if (used[i]) continue;
+        std::vector<std::size_t> members{i};
+        for (std::size_t j = i + 1; j < taps.size(); ++j) {
+            const auto a = key(taps[members.back()]), b = key(taps[j]);
+            if (used[j] || b.first != a.first) continue;
+            if (b.second == a.second) continue;  // a repeated tap: left for another pass
+            if (b.second != a.second + 1) break;
+            members.push_back(j);
+        }
+        if (static_cast<ptrdiff_t>(members.size()) >= kDiskMinRun) {
+            for (const std::size_t m : members) used[m] = true;
+            runs.push_back({taps[i], static_cast<ptrdiff_t>(members.size())});
+        }
+    }
+    for (std::size_t i = 0; i < taps.size(); ++i) {
+        if (!used[i]) rest.push_back(taps[i]);
+    }
+    return runs;
+}
+
+
 // One ring of the disk: the columns dx with w_{j-1} < |dx| <= w_j (w_{-1} = -1), which the disk
 // covers on the rows |dy| <= h.
 struct DiskRing {
@@ -678,7 +728,54 @@ struct DiskPlan {
     bool corrected() const {
         return !(vert_pos.empty() && vert_neg.empty() && horz_pos.empty() && horz_neg.empty());
     }
+    // The same taps as evaluated (disk_group_corrections). Eh: vertical runs of taps (one
+    // column, consecutive rows), kept as running sums from row to row, and single taps. Ev:
+    // horizontal runs of taps (one row, consecutive columns) whose column span recurs on other
+    // rows, summed once per image row into a ring and read back for every row that uses it,
+    // and single taps.
+    std::vector<DiskRun> eh_runs;
+    DiskTaps eh_pos, eh_neg;
+    std::vector<DiskSpan> ev_spans;
+    DiskTaps ev_pos, ev_neg;
 };
+
+void disk_group_corrections(DiskPlan& plan) {
+    for (const int sign : {1, -1}) {
+        DiskTaps& rest = sign > 0 ? plan.eh_pos : plan.eh_neg;
+        for (const auto& [first, len] :
+             disk_runs(sign > 0 ? plan.horz_pos : plan.horz_neg, true, rest)) {
+            plan.eh_runs.push_back({first.second, first.first, first.first + len - 1, sign});
+        }
+    }
+    // Horizontal runs of Ev by column span; a span on one row only stays single taps.
+    std::vector<std::pair<DiskSpan, DiskTaps>> spans;  // with the taps, for spans used once
+    for (const int sign : {1, -1}) {
+        DiskTaps& rest = sign > 0 ? plan.ev_pos : plan.ev_neg;
+        for (const auto& [first, len] :
+             disk_runs(sign > 0 ? plan.vert_pos : plan.vert_neg, false, rest)) {
+            const ptrdiff_t dx0 = first.second, dx1 = first.second + len - 1;
+            auto it = std::find_if(spans.begin(), spans.end(), [&](const auto& sp) {
+                return sp.first.dx0 == dx0 && sp.first.dx1 == dx1;
+            });
+            if (it == spans.end()) {
+                spans.push_back({{dx0, dx1, {}}, {}});
+                it = spans.end() - 1;
+            }
+            it->first.rows.push_back({first.first, sign});
+            for (ptrdiff_t dx = dx0; dx <= dx1; ++dx) {
+                it->second.emplace_back(first.first, dx);
+            }
+        }
+    }
+    for (auto& [span, taps] : spans) {
+        if (span.rows.size() >= 2) {
+            plan.ev_spans.push_back(std::move(span));
+        } else {
+            DiskTaps& rest = span.rows[0].second > 0 ? plan.ev_pos : plan.ev_neg;
+            rest.insert(rest.end(), taps.begin(), taps.end());
+        }
+    }
+}
 
 // Taps of (m - full) over the frame: positive differences into pos, negative into neg, each
 // listed |difference| times.
@@ -884,6 +981,7 @@ std::optional<DiskPlan> plan_disk(const double* k, ptrdiff_t kh, ptrdiff_t kw, c
                  {&plan.vert_pos, &plan.vert_neg, &plan.horz_pos, &plan.horz_neg}) {
                 if (taps->size() > 128) split = false;  // int16 tap sums
             }
+            if (split) disk_group_corrections(plan);
         }
     }
     plan.wc = c * g11;
@@ -962,7 +1060,10 @@ std::optional<DiskPlan> plan_disk(const double* k, ptrdiff_t kh, ptrdiff_t kw, c
 // Scratch buffers reused by the calls of one thread (no allocation per call once warm).
 struct DiskScratch {
     std::vector<uint8_t> padded, planes;
-    std::vector<std::uint16_t> d, b, eh, ev;  // ring sums; Gaussian plans: B and Eh rings, Ev
+    std::vector<std::uint16_t> d, b;          // ring sums; Gaussian plans: B ring
+    std::vector<std::int32_t> ev;              // Gaussian plans: Ev of the output row
+    std::vector<std::uint16_t> runs, spans;    // Eh running sums, rings of Ev span sums
+    std::vector<float> eh;                     // Gaussian plans: ring of Eh rows, as float
     std::vector<float> v;                      // Gaussian plans: V of the output row
 };
 
@@ -1088,6 +1189,13 @@ struct DiskIsaBase {
     static MMC_INLINE dv::i32x16 widen_high(dv::u16x32 v) {
         return __builtin_convertvector(dv::high(v), dv::i32x16);
     }
+    // The low / high 16 lanes of a 32-lane vector read as int16, widened to int32.
+    static MMC_INLINE dv::i32x16 s16_low(dv::u16x32 v) {
+        return __builtin_convertvector((dv::i16x16)dv::low(v), dv::i32x16);
+    }
+    static MMC_INLINE dv::i32x16 s16_high(dv::u16x32 v) {
+        return __builtin_convertvector((dv::i16x16)dv::high(v), dv::i32x16);
+    }
     // 16 uint16 / int16 samples widened to int32.
     static MMC_INLINE dv::i32x16 u16(const std::uint16_t* p) {
         return __builtin_convertvector(disk_load<dv::u16x16>(p), dv::i32x16);
@@ -1127,6 +1235,16 @@ struct DiskIsaAvx2 {
         return dv::join((dv::i32x8)_mm256_cvtepu16_epi32(_mm256_castsi256_si128(h)),
                         (dv::i32x8)_mm256_cvtepu16_epi32(_mm256_extracti128_si256(h, 1)));
     }
+    static MMC_AVX2_INLINE dv::i32x16 s16_low(dv::u16x32 v) {
+        const __m256i h = (__m256i)dv::low(v);
+        return dv::join((dv::i32x8)_mm256_cvtepi16_epi32(_mm256_castsi256_si128(h)),
+                        (dv::i32x8)_mm256_cvtepi16_epi32(_mm256_extracti128_si256(h, 1)));
+    }
+    static MMC_AVX2_INLINE dv::i32x16 s16_high(dv::u16x32 v) {
+        const __m256i h = (__m256i)dv::high(v);
+        return dv::join((dv::i32x8)_mm256_cvtepi16_epi32(_mm256_castsi256_si128(h)),
+                        (dv::i32x8)_mm256_cvtepi16_epi32(_mm256_extracti128_si256(h, 1)));
+    }
     static MMC_AVX2_INLINE dv::i32x16 u16(const std::uint16_t* p) {
         const auto* q = reinterpret_cast<const __m128i*>(p);
         return dv::join((dv::i32x8)_mm256_cvtepu16_epi32(_mm_loadu_si128(q)),
@@ -1161,6 +1279,12 @@ struct DiskIsaAvx512 {
     }
     static MMC_AVX512_INLINE dv::i32x16 widen_high(dv::u16x32 v) {
         return (dv::i32x16)_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64((__m512i)v, 1));
+    }
+    static MMC_AVX512_INLINE dv::i32x16 s16_low(dv::u16x32 v) {
+        return (dv::i32x16)_mm512_cvtepi16_epi32(_mm512_castsi512_si256((__m512i)v));
+    }
+    static MMC_AVX512_INLINE dv::i32x16 s16_high(dv::u16x32 v) {
+        return (dv::i32x16)_mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64((__m512i)v, 1));
     }
     static MMC_AVX512_INLINE dv::i32x16 u16(const std::uint16_t* p) {
         return (dv::i32x16)_mm512_cvtepu16_epi32(
@@ -1200,14 +1324,13 @@ struct DiskTapOff {
     ptrdiff_t dy, dxc;
 };
 
-// out = sum of the pos taps - sum of the neg taps around row y (rows: padded row of every row
+// a = sum of the pos taps - sum of the neg taps around row y (rows: padded row of every row
 // index; pb: padded sample of lane 0), over NI vectors of 32 lanes, modulo 2^16: an int16 sum
 // (the plan keeps both lists at most 128 taps).
 template <class Isa, int NI>
-MMC_INLINE void disk_tap_sum(std::uint16_t* out, const uint8_t* const* rows, ptrdiff_t y,
+MMC_INLINE void disk_tap_sum(dv::u16x32 (&a)[NI], const uint8_t* const* rows, ptrdiff_t y,
                              ptrdiff_t pb, const DiskTapOff* pos, ptrdiff_t npos,
                              const DiskTapOff* neg, ptrdiff_t nneg) {
-    dv::u16x32 a[NI];
     for (int v = 0; v < NI; ++v) a[v] = dv::u16x32{};
     for (ptrdiff_t t = 0; t < npos; ++t) {
         const uint8_t* p = rows[y + pos[t].dy] + pb + pos[t].dxc;
@@ -1217,7 +1340,6 @@ MMC_INLINE void disk_tap_sum(std::uint16_t* out, const uint8_t* const* rows, ptr
         const uint8_t* p = rows[y + neg[t].dy] + pb + neg[t].dxc;
         for (int v = 0; v < NI; ++v) a[v] -= Isa::widen(p + 32 * v);
     }
-    for (int v = 0; v < NI; ++v) disk_store(out + 32 * v, a[v]);
 }
 
 
@@ -1358,8 +1480,12 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
         // Gaussian plans. Output row y needs B(y - 1), B(y), B(y + 1) at its lanes and their
         // neighbours x -+ 1 (c lanes away): the strip computes B over SW lanes starting G = 8
         // lanes left of its first output (16 (NV - 1) outputs a strip), and keeps the last four
-        // rows of B and of the horizontal border corrections Eh in rings (row yv in slot
-        // yv & 3); row y is made once B(y + 2) is known (its slots are no longer in flight).
+        // rows of B and of the horizontal border corrections Eh (as float32, exact: small
+        // integers) in rings (row yv in slot yv & 3); row y is made once B(y + 2) is known (its
+        // slots are no longer in flight). The corrections are summed as the plan groups them
+        // (disk_group_corrections): Eh's vertical runs as running sums updated by one entering
+        // and one leaving row, Ev's recurring spans once per image row into a ring (read from
+        // the disk rings' buffers where those hold the row), single taps directly.
         // Separably,
         //     U = B(y - 1) + B(y + 1) [+ Ev(y)],  V = B(y) + rho U,
         //     r = wc (V(x) + rho (V(x - 1) + V(x + 1) [+ Eh(y) + rho (Eh(y -+ 1))])),
@@ -1372,23 +1498,26 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
         // truncation is the plan's. Otherwise the 16 lanes are recomputed in double
         // exactly as the plan's B + rho (E + rho C) from the integer E and C, so every output
         // equals the plan's double evaluation. Measured on the sample images: about 2 % of
-        // vectors take that path for alias sigma >= .3; 13-27 % for alias .2 (rho ~ 4e-6, so
-        // r ~ B / N, an integer for one disk sum in N) and on flat regions (the kernel's sum,
-        // 1 -+ 6e-8 for most tables, puts every result next to an integer).
+        // vectors take that path for alias sigma >= .3, and on flat regions (the kernel's sum,
+        // 1 -+ 6e-8 for most tables, puts every result next to an integer). For alias .2 (rho
+        // ~ 4e-6, so r ~ B / N, an integer for one disk sum in N) 13-27 % of vectors did; such
+        // plans are "tiny": each vector is first decided from B alone (plan.tiny_*), and the
+        // vectors that cannot be go straight to the double evaluation. Measured at 224 px (RGB,
+        // one thread, A/B in one process, min of 30): (5, .2) 111 -> 88 us; the grouped
+        // corrections (7, .4) 147 -> 138 us, (8, .5) 203 -> 181 us.
         std::uint16_t* bring = sized(scratch.b, 4 * SW);
-        std::uint16_t* ehring = sized(scratch.eh, 4 * SW);
-        std::uint16_t* ev = sized(scratch.ev, SW);
+        float* ehring = sized(scratch.eh, 4 * SW);
+        std::int32_t* ev = sized(scratch.ev, SW);
         float* vrow = sized(scratch.v, SW);
         auto bslot = [bring](ptrdiff_t yv) MMC_LAMBDA_INLINE { return bring + (yv & 3) * SW; };
         auto ehslot = [ehring](ptrdiff_t yv) MMC_LAMBDA_INLINE {
             return ehring + (yv & 3) * SW;
         };
-        // Correction taps as (dy, dx * c), once per call.
+        // Single correction taps as (dy, dx * c), once per call.
         std::vector<DiskTapOff> toff;
         ptrdiff_t tn[4] = {0, 0, 0, 0};
         {
-            const DiskTaps* lists[4] = {&plan.vert_pos, &plan.vert_neg, &plan.horz_pos,
-                                        &plan.horz_neg};
+            const DiskTaps* lists[4] = {&plan.ev_pos, &plan.ev_neg, &plan.eh_pos, &plan.eh_neg};
             for (int l = 0; l < 4; ++l) {
                 for (const auto& [dy, dx] : *lists[l]) toff.push_back({dy, dx * c});
                 tn[l] = static_cast<ptrdiff_t>(lists[l]->size());
@@ -1398,6 +1527,140 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
         const DiskTapOff* vneg = vpos + tn[0];
         const DiskTapOff* hpos = vneg + tn[1];
         const DiskTapOff* hneg = hpos + tn[2];
+        // Eh: the running sum of every vertical run, one row of the strip's lanes each.
+        struct RunRt {
+            ptrdiff_t dy0, dy1, dxc;
+            bool add;
+            std::uint16_t* sum;
+        };
+        std::vector<RunRt> runs;
+        {
+            std::uint16_t* buf =
+                sized(scratch.runs, static_cast<ptrdiff_t>(plan.eh_runs.size()) * SW);
+            for (const DiskRun& r : plan.eh_runs) {
+                runs.push_back({r.dy0, r.dy1, r.dx * c, r.sign > 0, buf});
+                buf += SW;
+            }
+        }
+        // Ev: per column span, a ring of its sums over the rows dymin..dymax of the output row
+        // (row yv in slot yv mod n_slots).
+        // A span -W..W with W the half width of ring j is the sum of rings 0..j: where their
+        // buffers hold the span's newest row it is read from them (rings, >= 0) rather than
+        // summed again.
+        struct SpanRt {
+            ptrdiff_t dxc0, n, dymin, dymax, n_slots, rings;
+            const std::vector<std::pair<ptrdiff_t, int>>* rows;
+            std::uint16_t* ring;
+        };
+        std::vector<SpanRt> spans;
+        {
+            ptrdiff_t total = 0;
+            for (const DiskSpan& sp : plan.ev_spans) {
+                ptrdiff_t lo = sp.rows[0].first, hi = lo;
+                for (const auto& [dy, sign] : sp.rows) {
+                    lo = std::min(lo, dy);
+                    hi = std::max(hi, dy);
+                }
+                ptrdiff_t nr_span = -1;
+                for (ptrdiff_t j = 0; j < nr; ++j) {
+                    if (sp.dx0 == -sp.dx1 && plan.rings[j].dx.back() == sp.dx1) nr_span = j + 1;
+                }
+                spans.push_back({sp.dx0 * c, sp.dx1 - sp.dx0 + 1, lo, hi, hi - lo + 1, nr_span,
+                                 &sp.rows, nullptr});
+                total += (hi - lo + 1) * SW;
+            }
+            std::uint16_t* buf = sized(scratch.spans, total);
+            for (SpanRt& sp : spans) {
+                sp.ring = buf;
+                buf += sp.n_slots * SW;
+            }
+        }
+        auto span_slot = [](const SpanRt& sp, ptrdiff_t yv) MMC_LAMBDA_INLINE {
+            return sp.ring + (((yv % sp.n_slots) + sp.n_slots) % sp.n_slots) * SW;
+        };
+        // The span's sum over padded row yv into its slot, and in h.
+        auto span_sum = [&](const SpanRt& sp, ptrdiff_t yv, ptrdiff_t pb, u16x32 (&h)[NI])
+                            MMC_LAMBDA_INLINE {
+            const uint8_t* p = prow(yv) + pb + sp.dxc0;
+            for (int v = 0; v < NI; ++v) h[v] = Isa::widen(p + 32 * v);
+            for (ptrdiff_t t = 1; t < sp.n; ++t) {
+                for (int v = 0; v < NI; ++v) h[v] += Isa::widen(p + t * c + 32 * v);
+            }
+            std::uint16_t* slot = span_slot(sp, yv);
+            for (int v = 0; v < NI; ++v) disk_store(slot + 32 * v, h[v]);
+        };
+        // 32-lane int16 sums (modulo 2^16) as int32 in out (SW lanes), in registers: a row
+        // stored in 64-byte vectors and read back in halves would stall on store forwarding.
+        auto store_s16 = [](std::int32_t* out, const u16x32 (&a)[NI]) MMC_LAMBDA_INLINE {
+            for (int v = 0; v < NI; ++v) {
+                disk_store(out + 32 * v, Isa::s16_low(a[v]));
+                disk_store(out + 32 * v + 16, Isa::s16_high(a[v]));
+            }
+        };
+        // Ev(y) into ev; the rings' buffers hold rows k - h_j .. k + h_j (row yv of ring j in
+        // slot (yv + 1 + h_j) mod (2 h_j + 1), from start(b, -1, pb)).
+        auto ev_row = [&](ptrdiff_t y, ptrdiff_t pb, ptrdiff_t k) MMC_LAMBDA_INLINE {
+            u16x32 a[NI];
+            disk_tap_sum<Isa, NI>(a, rows_base, y, pb, vpos, tn[0], vneg, tn[1]);
+            for (const SpanRt& sp : spans) {
+                u16x32 hnew[NI];
+                const ptrdiff_t yv = y + sp.dymax;
+                bool held = sp.rings > 0;
+                for (ptrdiff_t j = 0; held && j < sp.rings; ++j) {
+                    held = yv - k <= rings[j].h && k - yv <= rings[j].h;
+                }
+                if (held) {
+                    for (int v = 0; v < NI; ++v) hnew[v] = u16x32{};
+                    for (ptrdiff_t j = 0; j < sp.rings; ++j) {
+                        const DiskRingRt& r = rings[j];
+                        const ptrdiff_t q = (yv + 1 + r.h) % r.slots;
+                        const std::uint16_t* slot = r.buf + (q < 0 ? q + r.slots : q) * SW;
+                        for (int v = 0; v < NI; ++v) hnew[v] += disk_load<u16x32>(slot + 32 * v);
+                    }
+                    std::uint16_t* mine = span_slot(sp, yv);
+                    for (int v = 0; v < NI; ++v) disk_store(mine + 32 * v, hnew[v]);
+                } else {
+                    span_sum(sp, yv, pb, hnew);
+                }
+                for (const auto& [dy, sign] : *sp.rows) {
+                    const std::uint16_t* slot = span_slot(sp, y + dy);
+                    for (int v = 0; v < NI; ++v) {
+                        const u16x32 x = dy == sp.dymax ? hnew[v] : disk_load<u16x32>(slot + 32 * v);
+                        a[v] = sign > 0 ? a[v] + x : a[v] - x;
+                    }
+                }
+            }
+            store_s16(ev, a);
+        };
+        // Eh(k) into its float slot; init: the running sums from scratch (the strip's first
+        // row), else updated from row k - 1.
+        auto eh_row = [&](ptrdiff_t k, ptrdiff_t pb, bool init) MMC_LAMBDA_INLINE {
+            u16x32 a[NI];
+            disk_tap_sum<Isa, NI>(a, rows_base, k, pb, hpos, tn[2], hneg, tn[3]);
+            for (const RunRt& r : runs) {
+                for (int v = 0; v < NI; ++v) {
+                    u16x32 sv;
+                    if (init) {
+                        sv = Isa::widen(prow(k + r.dy0) + pb + r.dxc + 32 * v);
+                        for (ptrdiff_t dy = r.dy0 + 1; dy <= r.dy1; ++dy) {
+                            sv += Isa::widen(prow(k + dy) + pb + r.dxc + 32 * v);
+                        }
+                    } else {
+                        sv = disk_load<u16x32>(r.sum + 32 * v) +
+                             Isa::widen(prow(k + r.dy1) + pb + r.dxc + 32 * v) -
+                             Isa::widen(prow(k - 1 + r.dy0) + pb + r.dxc + 32 * v);
+                    }
+                    disk_store(r.sum + 32 * v, sv);
+                    a[v] = r.add ? a[v] + sv : a[v] - sv;
+                }
+            }
+            float* out = ehslot(k);
+            for (int v = 0; v < NI; ++v) {
+                disk_store(out + 32 * v, __builtin_convertvector(Isa::s16_low(a[v]), f32x16));
+                disk_store(out + 32 * v + 16,
+                           __builtin_convertvector(Isa::s16_high(a[v]), f32x16));
+            }
+        };
         const double wc = plan.wc, rho = plan.rho;
         // Broadcast once: a scalar operand inside the loops is rebuilt lane by lane where the
         // variant splits the 16-lane vectors (AVX2, baseline).
@@ -1412,29 +1675,29 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
         auto u_at = [&](const std::uint16_t* b0, const std::uint16_t* b2, ptrdiff_t i)
                         MMC_LAMBDA_INLINE {
             i32x16 t = Isa::u16(b0 + i) + Isa::u16(b2 + i);
-            if constexpr (Corr) t += Isa::s16(ev + i);
+            if constexpr (Corr) t += disk_load<i32x16>(ev + i);
             return t;
         };
-        auto emit = [&](ptrdiff_t y, ptrdiff_t pb, ptrdiff_t s0, ptrdiff_t n_out)
+        auto emit = [&](ptrdiff_t y, ptrdiff_t k, ptrdiff_t pb, ptrdiff_t s0, ptrdiff_t n_out)
                         MMC_LAMBDA_INLINE {
             const std::uint16_t* b0 = bslot(y - 1);
             const std::uint16_t* b1 = bslot(y);
             const std::uint16_t* b2 = bslot(y + 1);
-            const std::uint16_t* h0 = ehslot(y - 1);
-            const std::uint16_t* h1 = ehslot(y);
-            const std::uint16_t* h2 = ehslot(y + 1);
-            if constexpr (Corr) {
-                disk_tap_sum<Isa, NI>(ev, rows_base, y, pb, vpos, tn[0], vneg, tn[1]);
-            }
+            const float* h0 = ehslot(y - 1);
+            const float* h1 = ehslot(y);
+            const float* h2 = ehslot(y + 1);
+            if constexpr (Corr) ev_row(y, pb, k);
             uint8_t* o = row_out(y, s0, n_out);
             // B + rho (E + rho C) in double from the exact integer sums, at output vector t.
             auto exact = [&](int t) MMC_LAMBDA_INLINE {
                 const ptrdiff_t i = G + 16 * t;
                 i32x16 e = u_at(b0, b2, i) + (Isa::u16(b1 + i - c) + Isa::u16(b1 + i + c));
                 i32x16 k = u_at(b0, b2, i - c) + u_at(b0, b2, i + c);
-                if constexpr (Corr) {
-                    e += Isa::s16(h1 + i);
-                    k += Isa::s16(h0 + i) + Isa::s16(h2 + i);
+                if constexpr (Corr) {  // Eh holds small integers: exact in float32
+                    e += __builtin_convertvector(disk_load<f32x16>(h1 + i), i32x16);
+                    k += __builtin_convertvector(disk_load<f32x16>(h0 + i) +
+                                                     disk_load<f32x16>(h2 + i),
+                                                 i32x16);
                 }
                 const i32x16 bc = Isa::u16(b1 + i);
                 auto half = [&](i32x8 bh, i32x8 eh, i32x8 kh) MMC_LAMBDA_INLINE {
@@ -1484,9 +1747,8 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                     nb = disk_load<f32x16>(vrow + i - c) + disk_load<f32x16>(vrow + i + c);
                 }
                 if constexpr (Corr) {
-                    const i32x16 hv = Isa::s16(h0 + i) + Isa::s16(h2 + i);
-                    nb += __builtin_convertvector(Isa::s16(h1 + i), f32x16) +
-                          rhof * __builtin_convertvector(hv, f32x16);
+                    nb += disk_load<f32x16>(h1 + i) +
+                          rhof * (disk_load<f32x16>(h0 + i) + disk_load<f32x16>(h2 + i));
                 }
                 const f32x16 r = wcf * (vc + rhof * nb);
                 const i32x16 q = __builtin_convertvector(r + near, i32x16);
@@ -1506,17 +1768,22 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
             for (int v = 0; v < NI; ++v) disk_store(bslot(-1) + 32 * v, b[v]);
             if constexpr (Corr) {
                 // Over all SW lanes (the G lanes either side are not read).
-                disk_tap_sum<Isa, NI>(ehslot(-1), rows_base, -1, pb, hpos, tn[2], hneg, tn[3]);
+                eh_row(-1, pb, true);
+                // The span sums the first output rows read before computing their own.
+                for (const SpanRt& sp : spans) {
+                    u16x32 unused[NI];
+                    for (ptrdiff_t yv = sp.dymin; yv < sp.dymax; ++yv) span_sum(sp, yv, pb, unused);
+                }
             }
             for (ptrdiff_t k = 0; k <= h; ++k) {
                 advance(b, k, pb);
                 for (int v = 0; v < NI; ++v) disk_store(bslot(k) + 32 * v, b[v]);
                 if constexpr (Corr) {
-                    disk_tap_sum<Isa, NI>(ehslot(k), rows_base, k, pb, hpos, tn[2], hneg, tn[3]);
+                    eh_row(k, pb, false);
                 }
-                if (k >= 2) emit(k - 2, pb, s0, n_out);
+                if (k >= 2) emit(k - 2, k, pb, s0, n_out);
             }
-            emit(h - 1, pb, s0, n_out);
+            emit(h - 1, h, pb, s0, n_out);
         }
     }
 }
