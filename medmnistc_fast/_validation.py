@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 
 import numpy as np
 
@@ -89,6 +90,18 @@ def check_int(value, name: str, lo: int, hi=None) -> int:
 def check_seed(seed):
     """Return ``seed`` as a non-negative int, or None."""
     return None if seed is None else check_nonneg_int(seed, "seed")
+
+
+def check_path(value, name: str, kind: str = "") -> str:
+    """``value`` (a str or os.PathLike naming a path) as a str; TypeError naming ``name`` for
+    anything else, bytes paths included. ``kind`` (``"folder"``, ``"file"``) goes into the
+    message."""
+    path = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    if not isinstance(path, str):
+        what = f"{kind} path" if kind else "path"
+        raise TypeError(f"{name} must be a str or os.PathLike {what}; got {value!r} "
+                        f"({type(value).__name__})")
+    return path
 
 
 def _check_array(arr, name: str, ndims: tuple, layout: str) -> np.ndarray:

@@ -30,7 +30,7 @@ import numpy as np
 
 from . import registry
 from ._npz import inspect_npz, read_member_array
-from ._validation import _is_int, check_corruption, check_dataset
+from ._validation import _is_int, check_corruption, check_dataset, check_path
 
 __all__ = ["CorruptedSet", "TorchCorruptedSet", "available_corruptions", "folder_name",
            "IMAGES_KEY", "LABELS_KEY", "SPLITS"]
@@ -216,17 +216,6 @@ def _check_severities(severity, stored=None) -> tuple:
     return tuple(int(v) for v in values)
 
 
-def _fspath(value, name: str) -> str:
-    """``value`` as a str path; TypeError naming ``name`` for anything but str or PathLike."""
-    if not isinstance(value, (str, os.PathLike)):
-        raise TypeError(f"{name} must be a str or os.PathLike path; got {value!r} "
-                        f"({type(value).__name__})")
-    path = os.fspath(value)
-    if not isinstance(path, str):
-        raise TypeError(f"{name} must be a str or os.PathLike path; got {value!r} (bytes)")
-    return path
-
-
 def available_corruptions(root, dataset: str, split: str = "test") -> tuple:
     """The corruptions of ``dataset`` that have a file under ``root`` (``.npz`` or ``.zarr``).
 
@@ -257,7 +246,7 @@ def available_corruptions(root, dataset: str, split: str = "test") -> tuple:
         Unknown ``dataset`` or ``split``.
     """
     dataset = check_dataset(dataset)
-    root = _fspath(root, "root")
+    root = check_path(root, "root")
     sub = folder_name(dataset, _check_split(split) or "test")
     if not os.path.isdir(root):
         raise FileNotFoundError(f"root {root!r} is not a folder (expected the generate output "
@@ -337,7 +326,7 @@ class CorruptedSet:
         if format not in _FORMATS:
             raise ValueError(f"format must be one of {', '.join(map(repr, _FORMATS))}; "
                              f"got {format!r}")
-        root = _fspath(root, "root")
+        root = check_path(root, "root")
         split = _check_split(split)
         folder = os.path.join(root, folder_name(dataset, split or "test"))
         candidates = {"npz": os.path.join(folder, corruption + ".npz"),
@@ -395,7 +384,7 @@ class CorruptedSet:
         if format not in _FORMATS:
             raise ValueError(f"format must be one of {', '.join(map(repr, _FORMATS))}; "
                              f"got {format!r}")
-        path = _fspath(path, "path")
+        path = check_path(path, "path")
         split = _check_split(split)
         if not os.path.exists(path):
             raise FileNotFoundError(f"no such corrupted-set file: {path!r}")

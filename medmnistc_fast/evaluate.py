@@ -52,7 +52,7 @@ from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ._fileio import write_text_atomic
-from ._validation import _is_int, to_float
+from ._validation import _is_int, check_path, to_float
 from ._baselines import ALEXNET_BASELINES, DATASET_CORRUPTIONS, DATASET_N_CLASSES, DATASET_TASKS, TASKS
 
 __all__ = [
@@ -531,9 +531,7 @@ class RobustnessReport:
         OSError
             If the folder does not exist or is not writable (no temporary file is left behind).
         """
-        if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
-            raise TypeError(f"path must be a str or os.PathLike file path; got {path!r} "
-                            f"({type(path).__name__})")
+        check_path(path, "path", "file")
         # json.dumps also takes a str indent (that text at the start of every line) and negative
         # ints; "x" wrote a file that is not JSON.
         if not _is_int(indent):

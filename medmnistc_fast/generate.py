@@ -112,7 +112,7 @@ from ._fileio import remove as _remove
 from ._fileio import tmp_name as _tmp_name
 from ._fileio import write_text_atomic as _write_text_atomic
 from ._version import __version__
-from ._validation import _fmt_choices, check_dataset
+from ._validation import _fmt_choices, check_dataset, check_path
 from ._validation import check_int as _check_int
 from .datasets import SPLITS, folder_name
 from .api import corrupt, corrupt_batch, severity_table
@@ -1693,20 +1693,21 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         get it and mentions ``--sample``), or ``scheduler`` names a ``.json`` scheduler file
         that does not exist.
     ValueError
-        Unknown dataset, corruption or severity; an empty ``out``; more than one input;
-        ``seed`` negative, ``sample_n`` or ``chunk_size`` below 1, ``size`` below 8 (above
-        4096 for the sample) or given with ``folder`` / ``images``, ``workers`` outside
-        1..1024 or given with ``scheduler``; unknown ``split`` or ``fmt``; a
-        damaged or malformed input (not a zip, missing arrays, wrong dtype or shape, CRC
-        error; for a folder, see ``folder``); outputs made with other parameters without
-        ``overwrite``; ``workers`` > 1 from a script read from standard input. Inputs are
-        all checked before anything is written.
+        Unknown dataset, corruption or severity; an empty ``out`` or ``scheduler``; more than
+        one input; ``seed`` negative, ``sample_n`` or ``chunk_size`` below 1, ``size`` below 8
+        (above 4096 for the sample) or given with ``folder`` / ``images``, ``workers`` outside
+        1..1024 or given with ``scheduler``; unknown ``split`` or ``fmt``; a damaged or
+        malformed input (not a zip, missing arrays, wrong dtype or shape, CRC error; for a
+        folder, see ``folder``); outputs made with other parameters without ``overwrite``;
+        ``workers`` > 1 from a script read from standard input. Inputs are all checked before
+        anything is written.
     TypeError
         Arguments of the wrong type (``dataset`` None or not a str or sequence of str,
-        ``out`` not a str or os.PathLike, ``sample``,
-        ``compress``, ``overwrite`` or ``progress`` not a bool, ``seed``, ``sample_n``,
-        ``size``, ``workers`` or ``chunk_size`` not an int (bools included), ``images`` not uint8,
-        ``labels`` not integers, ``images`` without ``labels``).
+        ``out``, ``root`` or ``folder`` not a str or os.PathLike, ``sample``, ``compress``,
+        ``overwrite`` or ``progress`` not a bool, ``seed``, ``sample_n``, ``size``,
+        ``workers`` or ``chunk_size`` not an int (bools included), ``images`` not uint8,
+        ``labels`` not integers, ``images`` without ``labels``, ``scheduler`` neither a str,
+        an os.PathLike nor a client).
     ImportError
         ``fmt="zarr"`` without zarr, ``scheduler`` without dask.distributed.
 
@@ -1717,13 +1718,13 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     to a temporary raw file beside the outputs), at most ``2 * workers + 1`` chunks are in
     flight, and members are written by streaming.
     """
-    if not isinstance(out, (str, os.PathLike)) or not isinstance(os.fspath(out), str):
-        raise TypeError(f"out must be a str or os.PathLike folder path; got {out!r} "
-                        f"({type(out).__name__})")
-    if not os.fspath(out):
+    if not check_path(out, "out", "folder"):
         raise ValueError("out must name a folder; got '' (use '.' for the working directory)")
     sample, compress = _check_bool(sample, "sample"), _check_bool(compress, "compress")
     overwrite, progress = _check_bool(overwrite, "overwrite"), _check_bool(progress, "progress")
+    for value, name in ((root, "root"), (folder, "folder")):
+        if value is not None:
+            check_path(value, name, "folder")
     n_inputs = ((root is not None) + bool(sample) + (folder is not None)
                 + (images is not None or labels is not None))
     if n_inputs > 1:
@@ -1754,6 +1755,15 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     if scheduler is not None and workers is not None:
         raise ValueError("pass either workers (local processes) or scheduler (a Dask cluster), "
                          "not both")
+    if isinstance(scheduler, (str, os.PathLike)):
+        if not check_path(scheduler, "scheduler", "scheduler file"):
+            raise ValueError("scheduler must be a scheduler address (tcp://host:8786) or a "
+                             "scheduler file (.json); got ''")
+    elif scheduler is not None and not (callable(getattr(scheduler, "submit", None))
+                                        and callable(getattr(scheduler, "nthreads", None))):
+        raise TypeError(f"scheduler must be a scheduler address (str, e.g. 'tcp://host:8786'), "
+                        f"the path of a scheduler file (.json) or a dask.distributed.Client; "
+                        f"got {scheduler!r} ({type(scheduler).__name__})")
     if (isinstance(scheduler, (str, os.PathLike)) and os.fspath(scheduler).endswith(".json")
             and not os.path.isfile(scheduler)):
         raise FileNotFoundError(

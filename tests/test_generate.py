@@ -472,6 +472,25 @@ def test_bad_argument_types(root, tmp_path, kwargs, msg):
     assert not (tmp_path / "out").exists() and not os.path.exists(b"out")
 
 
+@pytest.mark.parametrize("kwargs, exc, msg", [
+    # os.fspath's "expected str, bytes or os.PathLike object, not int" named no argument
+    ({"root": 3}, TypeError, r"root must be a str or os\.PathLike folder path; got 3"),
+    ({"folder": ["imgs"]}, TypeError, r"folder must be a str or os\.PathLike folder path"),
+    # these reached the Dask runner as "'int' object has no attribute 'nthreads'"
+    ({"scheduler": 3, "sample": True}, TypeError, r"scheduler must be a scheduler address .*got 3"),
+    ({"scheduler": object(), "sample": True}, TypeError, r"scheduler must be .*Client; got"),
+    ({"scheduler": "", "sample": True}, ValueError, r"scheduler must be a scheduler address .*got ''"),
+])
+def test_bad_input_and_scheduler_types(tmp_path, kwargs, exc, msg):
+    args = dict(size=SIZE, sample_n=2, corruptions="pixelate")
+    args.update(kwargs)
+    if "scheduler" not in kwargs:
+        args["workers"] = 1
+    with pytest.raises(exc, match=msg):
+        generate(GRAY_DS, tmp_path / "out", **args)
+    assert not (tmp_path / "out").exists()
+
+
 def test_overwrite_str_does_not_replace(root, tmp_path):
     out = tmp_path / "out"
     generate(GRAY_DS, out, root=root, size=SIZE, corruptions="pixelate", workers=1)
