@@ -608,6 +608,20 @@ def test_functional_validation(patches96):
     assert np.array_equal(img, before)
 
 
+def test_marking_pairs_from_arrays(patches96):
+    img = patches96[0]
+    # A 0-d array has no len(): it raised "len() of unsized object", naming no argument.
+    with pytest.raises(TypeError, match=r"size must be a pair of ints in 1\.\.1024"):
+        P.marking(img, np.array(5), (1, 1))
+    with pytest.raises(TypeError, match=r"position must be a pair of ints"):
+        P.marking(img, (5, 5), np.array(1))
+    with pytest.raises(TypeError, match=r"size must be a pair of ints"):
+        P.marking(img, np.array([[5, 5], [5, 5]]), (1, 1))
+    # 1-D integer arrays are pairs like tuples
+    np.testing.assert_array_equal(P.marking(img, np.array([9, 7]), np.array([3, 4])),
+                                  P.marking(img, (9, 7), (3, 4)))
+
+
 def test_suite_for_size():
     assert P.suite_for_size(96, 96) == "pathology96"
     assert P.suite_for_size(28, 300) == "pathology96"

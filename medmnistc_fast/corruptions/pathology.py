@@ -560,7 +560,9 @@ def _check_real(value, name: str, lo: float, hi: float) -> float:
 
 
 def _check_int_pair(value, name: str, minimum: int, maximum: int) -> tuple:
-    ok = isinstance(value, (tuple, list, np.ndarray)) and len(value) == 2 and all(
+    # a 0-d array has no len(): it raised the unnamed "len() of unsized object"
+    seq = isinstance(value, (tuple, list)) or (isinstance(value, np.ndarray) and value.ndim == 1)
+    ok = seq and len(value) == 2 and all(
         isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
         for v in value)
     bound = f" in {minimum}..{maximum}"
