@@ -87,6 +87,20 @@ def check_int(value, name: str, lo: int, hi=None) -> int:
     return int(value)
 
 
+def check_int_pair(value, name: str, lo: int, hi: int) -> tuple:
+    """Return ``value`` (a tuple, list or 1-D array of two ints) as a tuple of two ints, each in
+    ``lo..hi``; a TypeError for another form (a 0-d array, floats, bools), a ValueError for a
+    value outside the range, both naming ``name`` and the range."""
+    seq = isinstance(value, (tuple, list)) or (isinstance(value, np.ndarray) and value.ndim == 1)
+    allowed = f"a pair of ints in {lo}..{hi}"
+    if not (seq and len(value) == 2 and all(_is_int(v) for v in value)):
+        raise TypeError(f"{name} must be {allowed}; got {value!r}")
+    pair = (int(value[0]), int(value[1]))
+    if min(pair) < lo or max(pair) > hi:
+        raise ValueError(f"{name} must be {allowed}; got {value!r}")
+    return pair
+
+
 def check_seed(seed):
     """Return ``seed`` as a non-negative int, or None."""
     return None if seed is None else check_nonneg_int(seed, "seed")

@@ -70,7 +70,7 @@ import numpy as np
 
 from . import registry, rng
 from ._validation import (MIN_SIDE, _is_int, as_hwc, as_nhwc, check_corruption, check_dataset,
-                          check_nonneg_int, check_seed, to_float)
+                          check_int_pair, check_nonneg_int, check_seed, to_float)
 from .api import MAX_INDEX, _check_threads, _run_chunks, get_num_threads
 from .corruptions import color, digital, kind_of, noise
 from .corruptions._spec import Context
@@ -163,7 +163,8 @@ def param_range(dataset: str, corruption: str, levels=(1, 5)) -> tuple:
     corruption : str
         One of ``medmnistc_fast.corruptions(dataset)``.
     levels : (int, int)
-        Inclusive range of severity levels (1..5) whose table entries bound the draws.
+        Inclusive range of severity levels (1..5) whose table entries bound the draws: a
+        tuple, list or 1-D array of two ints.
 
     Returns
     -------
@@ -302,13 +303,8 @@ def _check_dataset_aug(dataset) -> str:
 
 
 def _check_levels(levels) -> tuple:
-    ok = (isinstance(levels, (tuple, list)) and len(levels) == 2
-          and all(_is_int(v) for v in levels))
-    if not ok:
-        raise TypeError(f"levels must be a pair (low, high) of ints in 1..{registry.N_SEVERITIES};"
-                        f" got {levels!r}")
-    lo, hi = int(levels[0]), int(levels[1])
-    if not 1 <= lo <= hi <= registry.N_SEVERITIES:
+    lo, hi = check_int_pair(levels, "levels", 1, registry.N_SEVERITIES)
+    if lo > hi:
         raise ValueError(f"levels must satisfy 1 <= low <= high <= {registry.N_SEVERITIES}; "
                          f"got {levels!r}")
     return lo, hi
@@ -339,6 +335,9 @@ def _select(dataset, corruptions, folds) -> list:
                             f"({', '.join(map(repr, registry.FOLDS))}), or None; got {folds!r}")
         names = set()
         for f in folds:
+            if not isinstance(f, str):  # a list raised "unhashable type: 'list'"
+                raise TypeError(f"folds must hold fold names (str), one of "
+                                f"{', '.join(map(repr, registry.FOLDS))}; got {f!r}")
             if f not in registry.FOLDS:
                 raise ValueError(f"unknown fold {f!r}; valid folds: "
                                  f"{', '.join(map(repr, registry.FOLDS))}")
@@ -586,7 +585,7 @@ class AugMedMNISTC:
         like RandAugment's N (the paper's stated future work).
     levels : (int, int), default (1, 5)
         Severity levels whose table values bound the parameter draws (see
-        :func:`param_range`).
+        :func:`param_range`); a tuple, list or 1-D array of two ints.
     seed : int >= 0 or None
         Seeds the stream (and keyed mode). None: fresh OS entropy. See the module docstring for
         how DataLoader workers derive their streams.

@@ -327,6 +327,11 @@ def test_read_only_and_non_contiguous_inputs_not_modified():
     (dict(dataset="pathmnist", levels=(0, 5)), ValueError, "levels"),
     (dict(dataset="pathmnist", levels=(4, 2)), ValueError, "levels"),
     (dict(dataset="pathmnist", levels=3), TypeError, "levels"),
+    (dict(dataset="pathmnist", levels=np.array(3)), TypeError, "levels must be a pair"),
+    (dict(dataset="pathmnist", levels=(1.0, 5)), TypeError, "levels must be a pair"),
+    # a non-str fold raised "unhashable type: 'list'"
+    (dict(dataset="pathmnist", folds=[["noise"]]), TypeError, "folds must hold fold names"),
+    (dict(dataset="pathmnist", folds=[3]), TypeError, "folds must hold fold names"),
     (dict(dataset="pathmnist", seed=-1), ValueError, "seed"),
     (dict(dataset="pathmnist", corruptions=[], identity=False), ValueError, "at least one"),
     (dict(dataset="pathmnist", corruptions=[]), ValueError, "at least one"),
@@ -338,6 +343,13 @@ def test_read_only_and_non_contiguous_inputs_not_modified():
 def test_constructor_errors(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         AugMedMNISTC(**kwargs)
+
+
+def test_levels_accept_numpy_pairs():
+    # like levels=(1, 5): NumPy integers and a 1-D integer array (it was a TypeError)
+    for levels in [np.array([2, 4]), (np.int64(2), np.uint8(4)), [2, 4]]:
+        assert AugMedMNISTC("pathmnist", levels=levels).levels == (2, 4)
+    assert param_range("pathmnist", "jpeg_compression", levels=np.array([2, 3])) == ((15, 30),)
 
 
 def test_call_errors():

@@ -63,7 +63,7 @@ import numba
 import numpy as np
 
 from .._config import NJIT
-from .._validation import as_hwc, check_int, check_seed, to_float
+from .._validation import as_hwc, check_int, check_int_pair, check_seed, to_float
 from ..rng import GAMMA, _splitmix64_array, generator, key_from_seed
 from ._hsv import HSV_CHANNELS, hsv_shift_kernel, hsv_shift_pixel  # noqa: F401 (re-exported)
 from ._spec import Context, Kind, to_gray, to_rgb
@@ -559,21 +559,6 @@ def _check_real(value, name: str, lo: float, hi: float) -> float:
     return v
 
 
-def _check_int_pair(value, name: str, minimum: int, maximum: int) -> tuple:
-    # a 0-d array has no len(): it raised the unnamed "len() of unsized object"
-    seq = isinstance(value, (tuple, list)) or (isinstance(value, np.ndarray) and value.ndim == 1)
-    ok = seq and len(value) == 2 and all(
-        isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, (bool, np.bool_))
-        for v in value)
-    bound = f" in {minimum}..{maximum}"
-    if not ok:
-        raise TypeError(f"{name} must be a pair of ints{bound}; got {value!r}")
-    pair = (int(value[0]), int(value[1]))
-    if min(pair) < minimum or max(pair) > maximum:
-        raise ValueError(f"{name} must be a pair of ints{bound}; got {value!r}")
-    return pair
-
-
 def hsv_shift(image, channel, amount: float) -> np.ndarray:
     """Add ``amount`` to one HSV channel (scikit-image ``rgb2hsv`` / ``hsv2rgb``, float64).
 
@@ -647,12 +632,12 @@ def marking(image, size, position=None, *, seed=None) -> np.ndarray:
         2**30; negative ``seed``.
     """
     hwc = as_hwc(image)
-    w, h = _check_int_pair(size, "size", 1, MAX_MARKING)
+    w, h = check_int_pair(size, "size", 1, MAX_MARKING)
     seed = check_seed(seed)  # checked even when unused, like every other argument
     if position is None:
         values = _random_corner(key_from_seed(seed), hwc.shape, w, h)
     else:
-        x, y = _check_int_pair(position, "position", -2 ** 30, 2 ** 30)
+        x, y = check_int_pair(position, "position", -2 ** 30, 2 ** 30)
         values = {"width": w, "height": h, "x": x, "y": y}
     return marking_kernel(hwc, **values).reshape(image.shape)
 
