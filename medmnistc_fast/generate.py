@@ -1620,7 +1620,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         Use the embedded sample (:func:`medmnistc_fast.sample.sample_split`: real images from
         scikit-image and pydicom, colour for RGB datasets, gray otherwise) instead of files.
     sample_n : int >= 1
-        Images per split of the sample.
+        Images per split of the sample, with ``sample_n * size * size * channels`` at most
+        4 GiB (:data:`medmnistc_fast.sample.MAX_BYTES`).
     folder : str or path, optional
         An image folder: one sub-folder per class, ``{folder}/{class}/{image}``. Classes are
         the immediate sub-folders sorted by name (hidden ones, starting with ".", skipped);
@@ -1746,6 +1747,11 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     sevs = _resolve_severities(severities)
     seed = _check_int(seed, "seed", 0)
     sample_n = _check_int(sample_n, "sample_n", 1)
+    if sample:
+        from .sample import check_sample_shape
+
+        for d in datasets:  # the bounds of sample_images, named as this function's arguments
+            check_sample_shape(sample_n, size, registry.RGB[d], "sample_n")
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}; got {split!r}")
     if fmt not in FORMATS:

@@ -25,7 +25,8 @@ from PIL import Image
 from . import registry
 from ._validation import check_int
 
-__all__ = ["source_images", "sample_images", "sample_split", "N_LABELS", "MAX_SIZE"]
+__all__ = ["source_images", "sample_images", "sample_split", "check_sample_shape", "N_LABELS",
+           "MAX_SIZE", "MAX_BYTES"]
 
 #: Label columns per dataset (MedMNIST: (N, 1) except chestmnist's 14 findings).
 N_LABELS = {d: (14 if d == "chestmnist" else 1) for d in registry.DATASETS}
@@ -94,12 +95,41 @@ def _crop(img: np.ndarray, k: int) -> np.ndarray:
 MAX_SIZE = 4096
 
 
+#: Largest sample array :func:`sample_images` makes, bytes (4 GiB: 28,000 RGB images at 224 px).
+#: The sample holds 15 distinct colour and 20 distinct gray crops, repeated beyond that; a typo
+#: such as n=10**9 used to fail with NumPy's "Maximum allowed dimension exceeded" or a
+#: MemoryError, or start filling terabytes of memory.
+MAX_BYTES = 2 ** 32
+
+
+def check_sample_shape(n, size, rgb: bool, n_name: str = "n") -> tuple:
+    """``(n, size)`` as ints checked for :func:`sample_images`: ``n >= 0``, ``size`` in
+    8..4096, and ``n * size * size * channels <= MAX_BYTES``. ``n_name`` names ``n`` in the
+    messages (``generate`` calls it ``sample_n``).
+
+    Raises
+    ------
+    TypeError
+        ``n`` or ``size`` not an int.
+    ValueError
+        Out of range, or the array would exceed :data:`MAX_BYTES`.
+    """
+    n, size = check_int(n, n_name, 0), check_int(size, "size", 8, MAX_SIZE)
+    nbytes = n * size * size * (3 if rgb else 1)
+    if nbytes > MAX_BYTES:
+        raise ValueError(f"{n_name} x size x size x channels must be at most {MAX_BYTES} bytes "
+                         f"(4 GiB; the sample repeats its 15 colour and 20 gray crops); got "
+                         f"{n_name}={n}, size={size}: {nbytes / 2 ** 30:.3g} GiB")
+    return n, size
+
+
 def sample_images(n: int, size: int = 224, rgb: bool = True) -> np.ndarray:
     """``n`` real images at ``size`` x ``size``.
 
     Parameters
     ----------
     n : int >= 0
+        ``n * size * size * channels`` at most :data:`MAX_BYTES` (4 GiB).
     size : int in 8..4096 (:data:`MAX_SIZE`)
         Side in pixels (MedMNIST+ sizes are 28, 64, 128, 224; any side in the range works).
     rgb : bool
@@ -115,12 +145,13 @@ def sample_images(n: int, size: int = 224, rgb: bool = True) -> np.ndarray:
         ``n`` or ``size`` not an int (Python or NumPy integer; bools are refused); ``rgb`` not
         a bool.
     ValueError
-        ``n`` negative, ``size`` outside 8..4096.
+        ``n`` negative, ``size`` outside 8..4096, the array larger than 4 GiB
+        (:data:`MAX_BYTES`).
     """
-    n, size = check_int(n, "n", 0), check_int(size, "size", 8, MAX_SIZE)
     if not isinstance(rgb, (bool, np.bool_)):
         raise TypeError(f"rgb must be a bool (True: colour sources, False: gray); got {rgb!r} "
                         f"({type(rgb).__name__})")
+    n, size = check_sample_shape(n, size, rgb)
     sources = source_images(bool(rgb))
     out = np.empty((n, size, size) + ((3,) if rgb else ()), np.uint8)
     for i in range(n):
@@ -144,7 +175,7 @@ def sample_split(dataset: str, size: int = 224, n: int = 30) -> dict:
     size : int in 8..4096 (:data:`MAX_SIZE`)
         Side in pixels.
     n : int >= 0
-        Images per split.
+        Images per split; ``n * size * size * channels`` at most :data:`MAX_BYTES` (4 GiB).
 
     Returns
     -------
@@ -159,7 +190,8 @@ def sample_split(dataset: str, size: int = 224, n: int = 30) -> dict:
         ``dataset`` not a str; ``n`` or ``size`` not an int.
     ValueError
         Unknown dataset (the pathology suite keys included: the sample has no labels for them),
-        ``n`` negative, ``size`` outside 8..4096.
+        ``n`` negative, ``size`` outside 8..4096, the images larger than 4 GiB
+        (:data:`MAX_BYTES`).
     """
     if not isinstance(dataset, str):
         raise TypeError(f"dataset must be a str, one of: {', '.join(registry.DATASETS)}; "

@@ -480,12 +480,16 @@ def test_bad_argument_types(root, tmp_path, kwargs, msg):
     ({"scheduler": 3, "sample": True}, TypeError, r"scheduler must be a scheduler address .*got 3"),
     ({"scheduler": object(), "sample": True}, TypeError, r"scheduler must be .*Client; got"),
     ({"scheduler": "", "sample": True}, ValueError, r"scheduler must be a scheduler address .*got ''"),
+    # sample_images' bound, named as generate's argument (was NumPy's "Maximum allowed
+    # dimension exceeded")
+    ({"sample": True, "sample_n": 10 ** 30, "workers": 1}, ValueError,
+     r"^sample_n x size x size x channels must be at most"),
 ])
 def test_bad_input_and_scheduler_types(tmp_path, kwargs, exc, msg):
     args = dict(size=SIZE, sample_n=2, corruptions="pixelate")
     args.update(kwargs)
     if "scheduler" not in kwargs:
-        args["workers"] = 1
+        args.setdefault("workers", 1)
     with pytest.raises(exc, match=msg):
         generate(GRAY_DS, tmp_path / "out", **args)
     assert not (tmp_path / "out").exists()

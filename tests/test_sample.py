@@ -46,3 +46,21 @@ def test_sample_split_layout():
     d = sample_split("pathmnist", size=8, n=10)
     assert d["val_images"].shape == (10, 8, 8, 3)
     assert d["val_labels"][:, 0].tolist() == [i % 9 for i in range(10)]
+
+
+@pytest.mark.parametrize("n, size, rgb", [
+    (10 ** 30, 8, True),            # was NumPy's "Maximum allowed dimension exceeded"
+    (10 ** 12, 224, False),         # was a MemoryError (smaller n: minutes of resampling)
+])
+def test_sample_images_too_large(n, size, rgb):
+    with pytest.raises(ValueError, match=r"^n x size x size x channels must be at most 4294967296"):
+        sample_images(n, size, rgb=rgb)
+
+
+def test_sample_size_bound_is_inclusive_and_per_channel():
+    from medmnistc_fast.sample import MAX_BYTES, check_sample_shape
+    assert check_sample_shape(MAX_BYTES // 64, 8, False) == (MAX_BYTES // 64, 8)
+    with pytest.raises(ValueError, match="n="):
+        check_sample_shape(MAX_BYTES // 64 + 1, 8, False)   # one image beyond the bound
+    with pytest.raises(ValueError, match="n="):
+        check_sample_shape(MAX_BYTES // 64, 8, True)   # three channels: three times the bytes
