@@ -47,7 +47,22 @@ _FORMATS = ("auto", "npz", "zarr")
 
 def folder_name(dataset: str, split: str = "test") -> str:
     """Folder of a dataset's files in a ``generate`` output: the flag for the test split (the
-    reference's layout), ``{flag}_{split}`` for val and train."""
+    reference's layout), ``{flag}_{split}`` for val and train.
+
+    Raises
+    ------
+    TypeError
+        ``dataset`` not a str (any non-empty dataset key is accepted), ``split`` not a str.
+    ValueError
+        ``dataset`` empty, ``split`` not one of "test", "val", "train".
+    """
+    if not isinstance(dataset, str):
+        raise TypeError(f"dataset must be a str; got {dataset!r} ({type(dataset).__name__})")
+    if not dataset:
+        raise ValueError("dataset must be a non-empty str; got ''")
+    if split is None:  # _check_split's None ("the file's own") has no folder
+        raise TypeError(f"split must be a str, one of {', '.join(map(repr, SPLITS))}; got None")
+    split = _check_split(split)
     return dataset if split == "test" else f"{dataset}_{split}"
 
 

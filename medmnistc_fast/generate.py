@@ -157,15 +157,20 @@ _INFLIGHT_BYTES = 1 << 30
 def input_path(root, dataset: str, size: int) -> str:
     """Path of a MedMNIST+ file: ``{root}/{flag}.npz`` at 28 px, ``{root}/{flag}_{size}.npz`` else.
 
-    ``~`` in ``root`` is expanded; None means :data:`DEFAULT_ROOT`.
+    ``~`` in ``root`` is expanded; None means :data:`DEFAULT_ROOT`. TypeError naming ``root``
+    if it is neither None, a str nor an os.PathLike.
     """
-    root = os.path.expanduser(os.fspath(DEFAULT_ROOT if root is None else root))
+    root = DEFAULT_ROOT if root is None else check_path(root, "root", "folder")
+    root = os.path.expanduser(root)
     return os.path.join(root, f"{dataset}.npz" if size == 28 else f"{dataset}_{size}.npz")
 
 
 def output_dir(out, dataset: str, split: str = "test") -> str:
-    """Folder of a dataset's outputs: ``{out}/{flag}`` for test, ``{out}/{flag}_{split}`` else."""
-    out = os.path.expanduser(os.fspath(out))
+    """Folder of a dataset's outputs: ``{out}/{flag}`` for test, ``{out}/{flag}_{split}`` else.
+
+    TypeError / ValueError naming ``out``, ``dataset`` or ``split`` for a bad one (see
+    :func:`medmnistc_fast.datasets.folder_name`)."""
+    out = os.path.expanduser(check_path(out, "out", "folder"))
     return os.path.join(out, folder_name(dataset, split))
 
 
@@ -1944,20 +1949,24 @@ def load_images(dataset: str, lo: int = 0, hi: int | None = None, *, root=None,
     FileNotFoundError
         As in :func:`generate` (a missing MedMNIST+ file).
     TypeError
-        ``dataset`` not a str; ``lo``, ``hi``, ``size`` or ``sample_n`` not an int.
+        ``dataset`` not a str; ``lo``, ``hi``, ``size`` or ``sample_n`` not an int; ``sample``
+        not a bool.
     ValueError
-        Unknown ``dataset`` or ``split``; ``lo`` negative; ``hi`` below ``lo`` or beyond the
-        split's image count; ``size`` below 8 (or above 4096 for the sample); a damaged
-        input file.
+        Unknown ``dataset`` or ``split``; ``root`` with ``sample=True``; ``lo`` negative;
+        ``hi`` below ``lo`` or beyond the split's image count; ``size`` below 8 (or above 4096
+        for the sample); a damaged input file.
     """
     dataset = _single_dataset(dataset)
     size = _check_int(size, "size", 8)
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}; got {split!r}")
-    inp = (_open_sample_input(dataset, split, size, _check_int(sample_n, "sample_n", 1))
-           if sample else _open_file_input(dataset, split, size, root))
+    # sample="no" used to read the sample (a truthy str), and root= was then ignored
+    if _check_bool(sample, "sample") and root is not None:
+        raise ValueError("pass one input: root= (MedMNIST+ files) or sample=True")
     lo = _check_int(lo, "lo", 0)
     hi = lo + 1 if hi is None else _check_int(hi, "hi", lo)
+    inp = (_open_sample_input(dataset, split, size, _check_int(sample_n, "sample_n", 1))
+           if sample else _open_file_input(dataset, split, size, root))
     if hi > inp.n:
         raise ValueError(f"index out of range: the {split} split of {dataset} has {inp.n} "
                          f"images (0..{inp.n - 1})")

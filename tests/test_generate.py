@@ -507,6 +507,37 @@ def test_overwrite_str_does_not_replace(root, tmp_path):
 
 
 # ----------------------------------------------------------------------------- preview, reading
+@pytest.mark.parametrize("kwargs, exc, msg", [
+    # a truthy str read the sample: sample="no" was sample=True
+    (dict(sample="no"), TypeError, r"^sample must be a bool"),
+    (dict(sample=True, root="somewhere"), ValueError, r"^pass one input"),
+    (dict(lo=-1), ValueError, r"^lo must be an int >= 0"),     # it was called "index"
+    (dict(lo=1.5), TypeError, r"^lo must be an int"),
+    (dict(root=3), TypeError, r"^root must be a str or os\.PathLike"),   # os.fspath's, unnamed
+])
+def test_load_images_argument_errors(kwargs, exc, msg):
+    args = dict(dataset=GRAY_DS, lo=0, size=SIZE, sample_n=2)
+    args.update(kwargs)
+    with pytest.raises(exc, match=msg):
+        load_images(args.pop("dataset"), args.pop("lo"), **args)
+
+
+def test_path_helpers_name_bad_arguments():
+    # os.fspath / os.path.join errors named no argument; a bad split made a folder name
+    with pytest.raises(TypeError, match=r"^root must be a str or os\.PathLike"):
+        input_path(3, GRAY_DS, 28)
+    with pytest.raises(TypeError, match=r"^out must be a str or os\.PathLike"):
+        output_dir(None, GRAY_DS)
+    with pytest.raises(TypeError, match=r"^dataset must be a str"):
+        output_dir("out", None)
+    with pytest.raises(ValueError, match=r"^split must be one of 'test', 'val', 'train'"):
+        output_dir("out", GRAY_DS, "validation")
+    with pytest.raises(TypeError, match=r"^split must be a str"):
+        output_dir("out", GRAY_DS, None)
+    assert output_dir("out", GRAY_DS, "val") == os.path.join("out", GRAY_DS + "_val")
+    assert input_path(None, GRAY_DS, 28).endswith(os.path.join(".medmnist", GRAY_DS + ".npz"))
+
+
 def test_load_images_and_preview(root):
     clean = sample_split(RGB_DS, SIZE, N)["test_images"]
     np.testing.assert_array_equal(load_images(RGB_DS, 3, 7, root=root, size=SIZE), clean[3:7])
