@@ -321,6 +321,10 @@ def _select(dataset, corruptions, folds) -> list:
             raise TypeError("corruptions must be a sequence of corruption names (or None for "
                             f"all of {dataset!r}: {', '.join(map(repr, available))}); "
                             f"got {corruptions!r}")
+        for c in corruptions:  # check_corruption would name the item "corruption"
+            if not isinstance(c, str):
+                raise TypeError(f"corruptions must hold corruption names (str) of {dataset!r}: "
+                                f"{', '.join(map(repr, available))}; got {c!r}")
         wanted = {check_corruption(dataset, c) for c in corruptions}
         chosen = [c for c in available if c in wanted]
         if not chosen:

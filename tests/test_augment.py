@@ -332,6 +332,8 @@ def test_read_only_and_non_contiguous_inputs_not_modified():
     # a non-str fold raised "unhashable type: 'list'"
     (dict(dataset="pathmnist", folds=[["noise"]]), TypeError, "folds must hold fold names"),
     (dict(dataset="pathmnist", folds=[3]), TypeError, "folds must hold fold names"),
+    (dict(dataset="pathmnist", corruptions=[3]), TypeError, "corruptions must hold corruption"),
+    (dict(dataset="pathmnist", corruptions=[["pixelate"]]), TypeError, "corruptions must hold"),
     (dict(dataset="pathmnist", seed=-1), ValueError, "seed"),
     (dict(dataset="pathmnist", corruptions=[], identity=False), ValueError, "at least one"),
     (dict(dataset="pathmnist", corruptions=[]), ValueError, "at least one"),
