@@ -49,6 +49,8 @@ def write_text_atomic(path, text: str) -> None:
     ------
     OSError
         If the folder does not exist or is not writable (no temporary file is left behind).
+        Its message names ``path``, not the temporary file (the OS's own message named only
+        that).
     """
     path = os.fspath(path)
     tmp = tmp_name(os.path.dirname(path), os.path.basename(path))
@@ -59,6 +61,9 @@ def write_text_atomic(path, text: str) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        remove(tmp)
+        raise type(exc)(exc.errno, f"cannot write {path!r}: {exc.strerror or exc}") from None
     except BaseException:
         remove(tmp)
         raise

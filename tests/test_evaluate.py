@@ -575,8 +575,11 @@ def test_report_is_immutable_and_serialises(tmp_path):
     assert rep.to_json(out) == out
     assert json.loads(out.read_text()) == d
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
-    with pytest.raises(FileNotFoundError, match="missing_dir"):
+    with pytest.raises(FileNotFoundError, match="missing_dir") as info:
         rep.to_json(tmp_path / "missing_dir" / "r.json")
+    # the destination, not the temporary file the OS failed to create (".r.json.<hex>.tmp")
+    assert "cannot write" in str(info.value) and ".tmp" not in str(info.value)
+    assert str(tmp_path / "missing_dir" / "r.json") in str(info.value)
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
     # the usual permissions of a new file (0o666 under the umask), not mkstemp's 0o600
     umask = os.umask(0)
