@@ -1551,6 +1551,7 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
             ptrdiff_t dxc0, n, dymin, dymax, n_slots, rings;
             const std::vector<std::pair<ptrdiff_t, int>>* rows;
             std::uint16_t* ring;
+            ptrdiff_t newest;  // slot of the newest row summed (no division in the row loop)
         };
         std::vector<SpanRt> spans;
         {
@@ -1566,7 +1567,7 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                     if (sp.dx0 == -sp.dx1 && plan.rings[j].dx.back() == sp.dx1) nr_span = j + 1;
                 }
                 spans.push_back({sp.dx0 * c, sp.dx1 - sp.dx0 + 1, lo, hi, hi - lo + 1, nr_span,
-                                 &sp.rows, nullptr});
+                                 &sp.rows, nullptr, 0});
                 total += (hi - lo + 1) * SW;
             }
             std::uint16_t* buf = sized(scratch.spans, total);
@@ -1575,10 +1576,11 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                 buf += sp.n_slots * SW;
             }
         }
-        auto span_slot = [](const SpanRt& sp, ptrdiff_t yv) MMC_LAMBDA_INLINE {
-            return sp.ring + (((yv % sp.n_slots) + sp.n_slots) % sp.n_slots) * SW;
+        // Slot s of a span's ring, or s - n_slots when s is that far past it (one wrap).
+        auto span_at = [](const SpanRt& sp, ptrdiff_t s) MMC_LAMBDA_INLINE {
+            return sp.ring + (s < 0 ? s + sp.n_slots : (s >= sp.n_slots ? s - sp.n_slots : s)) * SW;
         };
-        // The span's sum over padded row yv into its slot, and in h.
+        // The span's sum over padded row yv, in h.
         auto span_sum = [&](const SpanRt& sp, ptrdiff_t yv, ptrdiff_t pb, u16x32 (&h)[NI])
                             MMC_LAMBDA_INLINE {
             const uint8_t* p = prow(yv) + pb + sp.dxc0;
@@ -1586,8 +1588,6 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
             for (ptrdiff_t t = 1; t < sp.n; ++t) {
                 for (int v = 0; v < NI; ++v) h[v] += Isa::widen(p + t * c + 32 * v);
             }
-            std::uint16_t* slot = span_slot(sp, yv);
-            for (int v = 0; v < NI; ++v) disk_store(slot + 32 * v, h[v]);
         };
         // 32-lane int16 sums (modulo 2^16) as int32 in out (SW lanes), in registers: a row
         // stored in 64-byte vectors and read back in halves would stall on store forwarding.
@@ -1602,7 +1602,7 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
         auto ev_row = [&](ptrdiff_t y, ptrdiff_t pb, ptrdiff_t k) MMC_LAMBDA_INLINE {
             u16x32 a[NI];
             disk_tap_sum<Isa, NI>(a, rows_base, y, pb, vpos, tn[0], vneg, tn[1]);
-            for (const SpanRt& sp : spans) {
+            for (SpanRt& sp : spans) {
                 u16x32 hnew[NI];
                 const ptrdiff_t yv = y + sp.dymax;
                 bool held = sp.rings > 0;
@@ -1610,20 +1610,23 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                     held = yv - k <= rings[j].h && k - yv <= rings[j].h;
                 }
                 if (held) {
+                    // Ring j's newest row, k + h_j, is in the slot before r.slot.
                     for (int v = 0; v < NI; ++v) hnew[v] = u16x32{};
                     for (ptrdiff_t j = 0; j < sp.rings; ++j) {
                         const DiskRingRt& r = rings[j];
-                        const ptrdiff_t q = (yv + 1 + r.h) % r.slots;
-                        const std::uint16_t* slot = r.buf + (q < 0 ? q + r.slots : q) * SW;
+                        ptrdiff_t q = r.slot - 1 - (k + r.h - yv);
+                        q = q < 0 ? q + r.slots : q;
+                        const std::uint16_t* slot = r.buf + q * SW;
                         for (int v = 0; v < NI; ++v) hnew[v] += disk_load<u16x32>(slot + 32 * v);
                     }
-                    std::uint16_t* mine = span_slot(sp, yv);
-                    for (int v = 0; v < NI; ++v) disk_store(mine + 32 * v, hnew[v]);
                 } else {
                     span_sum(sp, yv, pb, hnew);
                 }
+                sp.newest = sp.newest + 1 == sp.n_slots ? 0 : sp.newest + 1;
+                std::uint16_t* mine = span_at(sp, sp.newest);
+                for (int v = 0; v < NI; ++v) disk_store(mine + 32 * v, hnew[v]);
                 for (const auto& [dy, sign] : *sp.rows) {
-                    const std::uint16_t* slot = span_slot(sp, y + dy);
+                    const std::uint16_t* slot = span_at(sp, sp.newest - (sp.dymax - dy));
                     for (int v = 0; v < NI; ++v) {
                         const u16x32 x = dy == sp.dymax ? hnew[v] : disk_load<u16x32>(slot + 32 * v);
                         a[v] = sign > 0 ? a[v] + x : a[v] - x;
@@ -1770,9 +1773,16 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                 // Over all SW lanes (the G lanes either side are not read).
                 eh_row(-1, pb, true);
                 // The span sums the first output rows read before computing their own.
-                for (const SpanRt& sp : spans) {
-                    u16x32 unused[NI];
-                    for (ptrdiff_t yv = sp.dymin; yv < sp.dymax; ++yv) span_sum(sp, yv, pb, unused);
+                for (SpanRt& sp : spans) {
+                    // Rows dymin .. dymax - 1 in slots 0 .. n_slots - 2; ev_row(0) then sums
+                    // row dymax into the last slot.
+                    for (ptrdiff_t yv = sp.dymin; yv < sp.dymax; ++yv) {
+                        u16x32 h[NI];
+                        span_sum(sp, yv, pb, h);
+                        std::uint16_t* slot = span_at(sp, yv - sp.dymin);
+                        for (int v = 0; v < NI; ++v) disk_store(slot + 32 * v, h[v]);
+                    }
+                    sp.newest = sp.n_slots - 2;
                 }
             }
             for (ptrdiff_t k = 0; k <= h; ++k) {
