@@ -580,6 +580,9 @@ def test_functional_validation(patches96):
     img = patches96[0]
     with pytest.raises(ValueError, match="channel"):
         P.hsv_shift(img, "x", 0.1)
+    for bad in (None, 3, b"v"):   # not names: a TypeError (it was a ValueError)
+        with pytest.raises(TypeError, match=r"^channel must be a str"):
+            P.hsv_shift(img, bad, 0.1)
     with pytest.raises(ValueError, match="amount"):
         P.hsv_shift(img, "hue", 1.5)
     with pytest.raises(ValueError, match="amount"):

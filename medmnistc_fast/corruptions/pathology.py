@@ -580,10 +580,10 @@ def hsv_shift(image, channel, amount: float) -> np.ndarray:
     Raises
     ------
     TypeError
-        ``image`` not a uint8 ndarray; ``amount`` not a real number.
+        ``image`` not a uint8 ndarray; ``channel`` not a str; ``amount`` not a real number.
     ValueError
-        Bad image shape; ``channel`` not one of the names above (a non-str included);
-        ``amount`` outside [-1, 1] or NaN.
+        Bad image shape; ``channel`` not one of the names above; ``amount`` outside [-1, 1] or
+        NaN.
 
     Notes
     -----
@@ -592,7 +592,10 @@ def hsv_shift(image, channel, amount: float) -> np.ndarray:
     (Zhang et al., MICCAI 2022, arXiv:2206.14973).
     """
     hwc = as_hwc(image)
-    if not isinstance(channel, str) or channel.lower() not in HSV_CHANNELS:
+    if not isinstance(channel, str):
+        raise TypeError(f"channel must be a str, one of {sorted(HSV_CHANNELS)}; got {channel!r} "
+                        f"({type(channel).__name__})")
+    if channel.lower() not in HSV_CHANNELS:
         raise ValueError(f"channel must be one of {sorted(HSV_CHANNELS)}; got {channel!r}")
     a = _check_real(amount, "amount", -1.0, 1.0)
     return hsv_shift_kernel(hwc, HSV_CHANNELS[channel.lower()], a).reshape(image.shape)
