@@ -416,12 +416,12 @@ class CorruptedSet:
         im_key, lb_key = f"{self.split}_images", f"{self.split}_labels"
         if dtype != np.uint8 or len(shape) not in (3, 4) or (
                 len(shape) == 4 and shape[3] not in (1, 3)):
-            raise ValueError(f"{path}: {im_key} must be uint8 (5N, H, W), (5N, H, W, 1) or "
-                             f"(5N, H, W, 3); "
+            raise ValueError(f"{path}: {im_key} must be uint8 (kN, H, W), (kN, H, W, 1) or "
+                             f"(kN, H, W, 3) (k stored severities, N images each); "
                              f"got {dtype} {shape}")
         if len(lshape) not in (1, 2) or lshape[0] != shape[0]:
-            raise ValueError(f"{path}: {lb_key} must have shape (5N, L) or (5N,) with the "
-                             f"same 5N rows as {im_key}; got {lshape} for images {shape}")
+            raise ValueError(f"{path}: {lb_key} must have shape (kN, L) or (kN,) with the "
+                             f"same kN rows as {im_key}; got {lshape} for images {shape}")
         self.stored_severities = stored = _stored_levels(path, fmt, shape[0])
         if shape[0] % len(stored):
             raise ValueError(f"{path}: {shape[0]} rows is not a multiple of {len(stored)} "

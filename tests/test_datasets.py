@@ -152,7 +152,7 @@ def test_errors(tmp_path):
     with pytest.raises(ValueError, match="multiple of 5"):
         CorruptedSet(tmp_path, "pathmnist", "bubble")
     _write(tmp_path, "pathmnist", "bubble", images, labels[:-5])
-    with pytest.raises(ValueError, match="same 5N rows"):
+    with pytest.raises(ValueError, match="same kN rows"):
         CorruptedSet(tmp_path, "pathmnist", "bubble")
     _write(tmp_path, "pathmnist", "bubble", images.astype(np.float32), labels)
     with pytest.raises(ValueError, match="must be uint8"):
