@@ -651,8 +651,12 @@ def _resolve_baseline(baseline: Any, dataset: str) -> Tuple[str, float, Mapping[
                          f"got {sorted(map(str, baseline))}")
     clean = _check_unit_scalar(baseline["clean_error"], "baseline['clean_error']")
     errs = baseline["errors"]
-    if not isinstance(errs, Mapping) or not errs:
-        raise TypeError("baseline['errors'] must be a non-empty mapping of corruption name to error")
+    if not isinstance(errs, Mapping):
+        raise TypeError(f"baseline['errors'] must be a non-empty mapping of corruption name to "
+                        f"error; got {type(errs).__name__}")
+    if not errs:
+        raise ValueError("baseline['errors'] must be a non-empty mapping of corruption name to "
+                         "error; got an empty mapping")
     checked = {str(c): _check_unit_scalar(v, f"baseline['errors'][{c!r}]") for c, v in errs.items()}
     return "custom", clean, MappingProxyType(checked)
 
@@ -711,7 +715,7 @@ def evaluate_robustness(
     ------
     TypeError
         If ``dataset`` or ``task`` is not a str, ``corrupted_scores`` is not a mapping, ``baseline`` is neither
-        a str nor a mapping, ``baseline["errors"]`` is not a non-empty mapping, a baseline error is not a real
+        a str nor a mapping, ``baseline["errors"]`` is not a mapping, a baseline error is not a real
         number, or an argument has a non-numeric dtype (see :func:`balanced_accuracy`).
     ValueError
         If ``dataset``, ``task``, ``baseline`` or a corruption name is unknown (the message lists the valid
@@ -719,7 +723,8 @@ def evaluate_robustness(
         ``5N`` rows or with a different number of columns than ``clean_scores``; for the dataset's own task,
         a number of score columns that is not the dataset's number of classes, or 1 or 2 for binary tasks);
         for bad labels or thresholds (see :func:`balanced_accuracy`); if a custom baseline mapping has other
-        keys than ``clean_error`` and ``errors`` or an error outside ``[0, 1]``. Zero-denominator rule: if a baseline
+        keys than ``clean_error`` and ``errors``, an empty ``errors`` or an error outside ``[0, 1]``.
+        Zero-denominator rule: if a baseline
         error ``E_c(B)`` is 0 or ``E_c(B) == E_clean(B)`` for an evaluated corruption, BE_c or rBE_c is
         undefined and ``ValueError`` naming ``baseline`` is raised (never NaN); so it is when a denominator
         is so close to 0 (subnormal) that BE_c or rBE_c would overflow to infinity. This cannot happen with

@@ -539,6 +539,13 @@ def test_report_custom_baseline_and_zero_denominator_rule():
     with pytest.raises(ValueError, match="baseline.*overflows"):
         ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), breast_scores(),
                                baseline={"clean_error": 0.0, "errors": {"pixelate": 5e-324, "motion_blur": 0.2}})
+    # an empty errors mapping is a bad value (ValueError; it was a TypeError), a list a bad type
+    with pytest.raises(ValueError, match=r"baseline\['errors'\] must be a non-empty mapping.*empty"):
+        ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), breast_scores(),
+                               baseline={"clean_error": 0.1, "errors": {}})
+    with pytest.raises(TypeError, match=r"baseline\['errors'\] must be a non-empty mapping.*list"):
+        ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), breast_scores(),
+                               baseline={"clean_error": 0.1, "errors": [0.4]})
     # a custom baseline allows datasets outside MedMNIST-C, given a task
     rep2 = ev.evaluate_robustness("my_set", Y4, two_col(P_OK), breast_scores(), task=BINARY, baseline=base)
     assert rep2.be == rep.be
