@@ -1110,8 +1110,9 @@ class EpochSampler:
     Raises
     ------
     TypeError
-        ``sampler`` neither an iterable nor an int, or a str / bytes; ``epoch`` not an int;
-        iterating raises TypeError when the sampler yields a non-int.
+        ``sampler`` neither an iterable nor an int, a str / bytes, or a one-shot iterator
+        (empty after one epoch); ``epoch`` not an int; iterating raises TypeError when the
+        sampler yields a non-int, ``len()`` when the sampler has no length.
     ValueError
         Negative ``sampler`` int or ``epoch``.
     """
@@ -1121,6 +1122,10 @@ class EpochSampler:
                                      or isinstance(sampler, (str, bytes))):
             raise TypeError("sampler must be an iterable of indices (e.g. a torch Sampler) or an "
                             f"int n (meaning range(n)); got {sampler!r}")
+        if not _is_int(sampler) and iter(sampler) is sampler:
+            # A one-shot iterator would be empty from the second epoch on, silently.
+            raise TypeError("sampler must be re-iterable (a Sampler, sequence or range), not a "
+                            f"one-shot iterator; got {type(sampler).__name__}")
         self.sampler = range(check_nonneg_int(sampler, "sampler")) if _is_int(sampler) else sampler
         self.epoch = check_nonneg_int(epoch, "epoch")
 
@@ -1150,4 +1155,7 @@ class EpochSampler:
             yield (index, epoch)
 
     def __len__(self) -> int:
+        if not hasattr(self.sampler, "__len__"):
+            raise TypeError(f"len() of an EpochSampler needs a sampler with a length; "
+                            f"{type(self.sampler).__name__} has none")
         return len(self.sampler)

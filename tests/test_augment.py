@@ -737,3 +737,20 @@ def test_epoch_sampler_refuses_non_integer_indices():
     for sampler in ([1.7], ["a"], [None]):
         with pytest.raises(TypeError, match="sampler must yield int indices"):
             list(EpochSampler(sampler))
+
+
+def test_epoch_sampler_needs_a_reiterable_sampler():
+    # A one-shot iterator gave its indices once, then silently nothing from the second epoch.
+    for sampler in (iter([0, 1]), (i for i in range(2)), map(int, "01")):
+        with pytest.raises(TypeError, match="sampler must be re-iterable"):
+            EpochSampler(sampler)
+
+    class NoLen:  # re-iterable but without a length (len() raised Python's unnamed error)
+        def __iter__(self):
+            return iter([1, 0])
+
+    es = EpochSampler(NoLen(), epoch=2)
+    assert list(es) == [(1, 2), (0, 2)] and list(es) == [(1, 2), (0, 2)]
+    with pytest.raises(TypeError, match="sampler with a length; NoLen has none"):
+        len(es)
+    assert len(EpochSampler(range(4))) == 4 and len(EpochSampler(7)) == 7
