@@ -100,6 +100,7 @@ import struct
 import sys
 import warnings
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -196,6 +197,10 @@ def _check_bool(value, name: str) -> bool:
 
 
 def _as_list(value, name: str) -> list:
+    if isinstance(value, Mapping):
+        # list() of a mapping is its keys: {"pixelate": [1, 2]} would silently mean every level
+        raise TypeError(f"{name} must be a sequence or a comma-separated str, not a mapping; "
+                        f"got {type(value).__name__}")
     if isinstance(value, str):
         items = [v.strip() for v in value.split(",")]
         if value.strip() and not all(items):
@@ -1708,7 +1713,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         ``workers`` > 1 from a script read from standard input. Inputs are all checked before
         anything is written.
     TypeError
-        Arguments of the wrong type (``dataset`` None or not a str or sequence of str,
+        Arguments of the wrong type (``dataset`` None or not a str or sequence of str; a
+        mapping as ``dataset``, ``corruptions`` or ``severities``;
         ``out``, ``root`` or ``folder`` not a str or os.PathLike, ``sample``, ``compress``,
         ``overwrite`` or ``progress`` not a bool, ``seed``, ``sample_n``, ``size``,
         ``workers`` or ``chunk_size`` not an int (bools included), ``images`` not uint8,

@@ -456,6 +456,9 @@ def test_bad_arguments(root, tmp_path, kwargs, msg):
     ({"out": None}, "out must be a str or os.PathLike"),
     ({"out": 3}, "out must be a str or os.PathLike"),
     ({"out": b"out"}, "out must be a str or os.PathLike"),
+    # list() of a mapping is its keys: {"pixelate": [1, 2]} silently meant every level
+    ({"corruptions": {"pixelate": [1, 2]}}, "corruptions must be a sequence .* not a mapping"),
+    ({"severities": {1: "a"}}, "severities must be a sequence .* not a mapping"),
 ])
 def test_bad_argument_types(root, tmp_path, kwargs, msg):
     args = dict(root=root, size=SIZE, workers=1, out=tmp_path / "out")
@@ -469,6 +472,10 @@ def test_bad_argument_types(root, tmp_path, kwargs, msg):
         generate(None, tmp_path / "out", root=root, size=SIZE, workers=1)
     with pytest.raises(TypeError, match="dataset must be a str"):
         generate(["pathmnist", 3], tmp_path / "out", root=root, size=SIZE, workers=1)
+    with pytest.raises(TypeError, match="dataset must be a sequence .* not a mapping"):
+        generate({GRAY_DS: 1}, tmp_path / "out", root=root, size=SIZE, workers=1)
+    with pytest.raises(TypeError, match="corruptions must be a sequence .* not a mapping"):
+        render_preview(np.zeros((SIZE, SIZE), np.uint8), GRAY_DS, corruptions={"pixelate": 1})
     assert not (tmp_path / "out").exists() and not os.path.exists(b"out")
 
 
