@@ -352,8 +352,9 @@ def main(argv=None) -> int:
         0 on success (also for ``list`` into a pipe the reader closed); 2 on bad arguments
         or inputs (ValueError, argparse usage errors), a missing optional dependency
         (ImportError) and failed reads or writes (OSError, a broken pipe of ``generate`` or
-        ``preview`` included), each with a one-line message on stderr; 130 when interrupted
-        (Ctrl-C or SIGTERM).
+        ``preview`` included), each with a one-line message on stderr; 1 when memory ran
+        out (MemoryError, also with a one-line message); 130 when interrupted (Ctrl-C or
+        SIGTERM).
     """
     parser = _build_parser()
     try:
@@ -384,6 +385,11 @@ def main(argv=None) -> int:
     except (ValueError, OSError, ImportError) as exc:
         _print_error(exc)
         return 2
+    except MemoryError:
+        # Files written so far are complete (atomic writes), so a re-run resumes.
+        _print_error(MemoryError("out of memory; outputs written so far are complete: re-run "
+                                 "with a smaller --chunk-size or fewer --workers to resume"))
+        return 1
     finally:
         if previous is not None:
             import signal

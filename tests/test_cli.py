@@ -241,6 +241,22 @@ def test_broken_pipe_outside_list_is_an_error(tmp_path, capsys, monkeypatch, com
     assert "Broken pipe" in lines[0]
 
 
+def test_out_of_memory_is_one_line(tmp_path, capsys, monkeypatch):
+    # A MemoryError (an input too large for memory) printed a whole traceback.
+    import medmnistc_fast.generate as G
+
+    def too_big(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(G, "generate", too_big)
+    code = main(["generate", "--sample", "--dataset", "breastmnist", "--size", "28",
+                 "--out", str(tmp_path / "o"), "--quiet"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 1
+    assert len(lines) == 1 and lines[0].startswith("medmnistc-fast: error: out of memory")
+    assert "--chunk-size" in lines[0]
+
+
 def test_empty_list_items_are_rejected(tmp_path):
     r = run_cli("generate", "--sample", "--dataset", "breastmnist", "--size", "28",
                 "--severities", "1,,3", "--out", str(tmp_path / "o"), "--quiet")
