@@ -180,7 +180,15 @@ def _splitmix64_int(x: int) -> int:
 
 
 def image_key(base: int, index: int) -> int:
-    """The key of one image: ``splitmix64(base ^ splitmix64(index))`` (see :func:`image_keys`)."""
+    """The key of one image: ``splitmix64(base ^ splitmix64(index))`` (see :func:`image_keys`).
+
+    Raises
+    ------
+    ValueError
+        ``index`` outside ``0..2**64 - 1`` (a negative index used to wrap silently).
+    """
+    if not 0 <= index <= _M64:
+        raise ValueError(f"index must be in 0..2**64 - 1; got {index!r}")
     return _splitmix64_int(base ^ _splitmix64_int(index))
 
 
@@ -197,8 +205,21 @@ def image_keys(base: int, indices) -> np.ndarray:
     Returns
     -------
     ndarray of uint64, same shape as ``indices``
+
+    Raises
+    ------
+    TypeError
+        ``indices`` not integers.
+    ValueError
+        A negative index.
     """
-    idx = np.asarray(indices, dtype=np.uint64)
+    idx = np.asarray(indices)
+    if idx.dtype != np.uint64:
+        if idx.dtype.kind not in "iu" and idx.size:
+            raise TypeError(f"indices must be integers in 0..2**64 - 1; got dtype {idx.dtype}")
+        if idx.dtype.kind == "i" and idx.size and idx.min() < 0:
+            raise ValueError(f"indices must be >= 0; got {idx.min()}")
+        idx = idx.astype(np.uint64)
     with np.errstate(over="ignore"):
         return _splitmix64_array(np.uint64(base) ^ _splitmix64_array(idx))
 

@@ -75,3 +75,20 @@ def test_negative_seeds_raise_like_numpy():
         rng.base_key(-1, "pathmnist", "pixelate", 1)
     with pytest.raises(ValueError, match="must be non-negative"):
         rng.key_from_seed(-5)
+
+
+def test_image_keys_refuse_negative_and_non_integer_indices():
+    # image_key(base, -1) wrapped silently and image_keys(base, -1) raised NumPy's OverflowError.
+    base = rng.base_key(7, "pathmnist", "pixelate", 2)
+    want = rng.image_keys(base, np.arange(4, dtype=np.uint64))
+    np.testing.assert_array_equal(rng.image_keys(base, [0, 1, 2, 3]), want)
+    assert [rng.image_key(base, i) for i in range(4)] == [int(k) for k in want]
+    for bad in (-1, [3, -2], np.array([-5])):
+        with pytest.raises(ValueError, match="indices must be >= 0"):
+            rng.image_keys(base, bad)
+    for bad in ([1.5], 2 ** 64):
+        with pytest.raises(TypeError, match="indices must be integers"):
+            rng.image_keys(base, bad)
+    for bad in (-1, 2 ** 64):
+        with pytest.raises(ValueError, match=r"index must be in 0\.\.2\*\*64 - 1"):
+            rng.image_key(base, bad)
