@@ -35,6 +35,7 @@ at the suite's reference size; bubble: blend strength r in [0, 1].
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
 
 import numpy as np
@@ -57,7 +58,7 @@ _ZOOM_DERMAMNIST = tuple(
 
 #: ``{dataset: {corruption: (level 1 entry, ..., level 5 entry)}}`` for the 12 MedMNIST-C
 #: datasets and the two pathology suite keys; corruptions in the reference's order.
-TABLES: dict = {
+TABLES: Mapping = {
     'pathmnist': {
         'pixelate': (0.8, 0.6, 0.4, 0.3, 0.25),
         'jpeg_compression': (50, 30, 15, 10, 7),
@@ -259,11 +260,11 @@ TABLES["pathology224"] = {
 PATHOLOGY_SUITES: tuple = ("pathology96", "pathology224")
 
 #: Image side (pixels) each table's absolute pixel parameters were tuned for.
-REFERENCE_SIZES: dict = {**{d: REFERENCE_SIZE for d in DATASETS},
+REFERENCE_SIZES: Mapping = {**{d: REFERENCE_SIZE for d in DATASETS},
                          "pathology96": 96, "pathology224": 224}
 
 #: Corruption categories ("folds"), from the reference's ``CORRUPTIONS_DS_FOLDS``.
-FOLDS: dict = {
+FOLDS: Mapping = {
     "digital": ("pixelate", "jpeg_compression"),
     "noise": ("gaussian_noise", "speckle_noise", "impulse_noise", "shot_noise"),
     "blur": ("defocus_blur", "motion_blur", "zoom_blur", "gaussian_blur"),
@@ -274,7 +275,7 @@ FOLDS: dict = {
 }
 
 #: Whether the dataset's images are RGB (``DATASET_RGB`` of the reference registry).
-RGB: dict = {
+RGB: Mapping = {
     "pathmnist": True, "bloodmnist": True, "dermamnist": True, "retinamnist": True,
     "tissuemnist": False, "octmnist": False, "breastmnist": False, "chestmnist": False,
     "pneumoniamnist": False, "organamnist": False, "organcmnist": False, "organsmnist": False,
@@ -282,7 +283,7 @@ RGB: dict = {
 }
 
 #: MedMNIST task type of each dataset (``medmnist.INFO[flag]["task"]``, medmnist 3.0).
-TASKS: dict = {
+TASKS: Mapping = {
     "pathmnist": "multi-class", "bloodmnist": "multi-class", "dermamnist": "multi-class",
     "retinamnist": "ordinal-regression", "tissuemnist": "multi-class", "octmnist": "multi-class",
     "breastmnist": "binary-class", "chestmnist": "multi-label, binary-class",
@@ -292,7 +293,7 @@ TASKS: dict = {
 
 #: Number of classes (for chestmnist: of binary labels) of each dataset:
 #: ``len(medmnist.INFO[flag]["label"])``, medmnist 3.0.
-N_CLASSES: dict = {
+N_CLASSES: Mapping = {
     "pathmnist": 9, "bloodmnist": 8, "dermamnist": 7, "retinamnist": 5, "tissuemnist": 8,
     "octmnist": 4, "breastmnist": 2, "chestmnist": 14, "pneumoniamnist": 2, "organamnist": 11,
     "organcmnist": 11, "organsmnist": 11,
