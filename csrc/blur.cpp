@@ -1542,11 +1542,10 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                 buf += SW;
             }
         }
-        // Ev: per column span, a ring of its sums over the rows dymin..dymax of the output row
-        // (row yv in slot yv mod n_slots).
-        // A span -W..W with W the half width of ring j is the sum of rings 0..j: where their
-        // buffers hold the span's newest row it is read from them (rings, >= 0) rather than
-        // summed again.
+        // Ev: per column span, a ring of its sums over the rows y + dymin .. y + dymax of output
+        // row y (newest: the slot of row y + dymax). A span -W..W with W the half width of disk
+        // ring j is the sum of rings 0..j (rings = j + 1; -1 for other spans): where their
+        // buffers hold the span's newest row it is read from them rather than summed again.
         struct SpanRt {
             ptrdiff_t dxc0, n, dymin, dymax, n_slots, rings;
             const std::vector<std::pair<ptrdiff_t, int>>* rows;
@@ -1578,7 +1577,8 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
         }
         // Slot s of a span's ring, or s - n_slots when s is that far past it (one wrap).
         auto span_at = [](const SpanRt& sp, ptrdiff_t s) MMC_LAMBDA_INLINE {
-            return sp.ring + (s < 0 ? s + sp.n_slots : (s >= sp.n_slots ? s - sp.n_slots : s)) * SW;
+            const ptrdiff_t q = s < 0 ? s + sp.n_slots : (s >= sp.n_slots ? s - sp.n_slots : s);
+            return sp.ring + q * SW;
         };
         // The span's sum over padded row yv, in h.
         auto span_sum = [&](const SpanRt& sp, ptrdiff_t yv, ptrdiff_t pb, u16x32 (&h)[NI])
@@ -1597,8 +1597,8 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                 disk_store(out + 32 * v + 16, Isa::s16_high(a[v]));
             }
         };
-        // Ev(y) into ev; the rings' buffers hold rows k - h_j .. k + h_j (row yv of ring j in
-        // slot (yv + 1 + h_j) mod (2 h_j + 1), from start(b, -1, pb)).
+        // Ev(y) into ev, k being the last row advanced: disk ring j's buffer holds rows
+        // k - h_j .. k + h_j, the newest in the slot before r.slot.
         auto ev_row = [&](ptrdiff_t y, ptrdiff_t pb, ptrdiff_t k) MMC_LAMBDA_INLINE {
             u16x32 a[NI];
             disk_tap_sum<Isa, NI>(a, rows_base, y, pb, vpos, tn[0], vneg, tn[1]);
@@ -1628,7 +1628,8 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                 for (const auto& [dy, sign] : *sp.rows) {
                     const std::uint16_t* slot = span_at(sp, sp.newest - (sp.dymax - dy));
                     for (int v = 0; v < NI; ++v) {
-                        const u16x32 x = dy == sp.dymax ? hnew[v] : disk_load<u16x32>(slot + 32 * v);
+                        const u16x32 x =
+                            dy == sp.dymax ? hnew[v] : disk_load<u16x32>(slot + 32 * v);
                         a[v] = sign > 0 ? a[v] + x : a[v] - x;
                     }
                 }
