@@ -16,6 +16,22 @@ def add_reference_arg(ap: argparse.ArgumentParser) -> None:
                          "not given)")
 
 
+#: glibc malloc settings for the reference's processes: never return freed memory to the OS and
+#: serve blocks up to 32 MB (glibc's largest allowed threshold) from the heap, as the heap of a
+#: long-running process ends up doing. Without them the reference's cost for corruptions that
+#: allocate large float arrays (defocus, saturate) depends on where its heap top happens to sit:
+#: measured in session 10, pathmnist's defocus took 3.9-4.4 ms in some processes and 1.9-2.2 ms
+#: in others, the slow ones with 675,000 more page faults per run (memory given back to the OS
+#: and faulted in again on every call). With them the reference runs at its faster setting, so
+#: the speed-ups are the conservative ones. Our side needs none (no page faults per call).
+REFERENCE_MALLOC = {"MALLOC_TRIM_THRESHOLD_": "4294967295", "MALLOC_MMAP_THRESHOLD_": "33554432"}
+
+
+def reference_env() -> dict:
+    """The environment for a reference subprocess: this one plus :data:`REFERENCE_MALLOC`."""
+    return dict(os.environ, **REFERENCE_MALLOC)
+
+
 def ratio_summary(ratios) -> str:
     """``"median 7.7x, min 0.7x, max 180.3x"`` for a non-empty sequence of speed-ups."""
     return (f"median {statistics.median(ratios):.1f}x, min {min(ratios):.1f}x, "

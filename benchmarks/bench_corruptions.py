@@ -5,7 +5,9 @@ each (dataset, corruption) pair, a warm-up call per level (its time, which inclu
 JIT compile or cache load, is reported apart), then REPEATS timed passes over the five levels
 and both images. Ours runs single-image ``corrupt`` calls (pinned seed), the reference runs
 its DatasetManager per-image pipeline in its own venv (``--reference-python``), on the same
-images, in a subprocess of this same run. The passes alternate: one pass of ours over every
+images, in a subprocess of this same run, with glibc's malloc keeping freed memory
+(``_common.REFERENCE_MALLOC``: without it the reference's large-array corruptions ran at one of
+two speeds, 2x apart, depending on its process's heap). The passes alternate: one pass of ours over every
 pair, then one pass of the reference (after its own untimed warm-up call per level), REPEATS
 times, so that a change of machine speed during the run (this is a shared VM) hits both sides
 alike. Statistic: the median over passes of the mean seconds per image, with the min-max spread;
@@ -32,8 +34,8 @@ import numpy as np
 
 import medmnistc_fast as mf
 from medmnistc_fast.sample import sample_images
-from _common import (add_output_args, add_reference_arg, git_commit, ratio_summary,
-                     render_only, write_results)
+from _common import (REFERENCE_MALLOC, add_output_args, add_reference_arg, git_commit,
+                     ratio_summary, reference_env, render_only, write_results)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -68,7 +70,7 @@ def time_reference(ref_python: str, images: dict, repeats: int) -> dict | None:
         dst = os.path.join(tmp, "out.json")
         np.savez(src, **images)
         subprocess.run([ref_python, os.path.join(HERE, "_reference_harness.py"), src, dst,
-                        str(repeats)], check=True)
+                        str(repeats)], check=True, env=reference_env())
         with open(dst) as f:
             return json.load(f)
 
@@ -108,7 +110,9 @@ def markdown(result: dict) -> str:
     lines = ["# Corruption benchmark (224 px, one thread)", "",
              f"Commit {result['meta']['commit']}, {result['meta']['date']}, "
              f"{result['meta']['machine']}, medmnistc_fast {result['meta']['version']}; "
-             f"reference: {result['meta'].get('reference_versions', 'not run')}.",
+             f"reference: {result['meta'].get('reference_versions', 'not run')}"
+             + (f", run with {result['meta']['reference_env']}"
+                if result['meta'].get('reference_env') else "") + ".",
              f"Median over {result['meta']['repeats']} alternating passes (ours, reference) of ms "
              "per image (5 levels x 2 real images); spread = min-max over passes; speed-up = "
              "median of the per-pass ratios. Warm-up (JIT compile or cache load) apart.",
@@ -181,7 +185,8 @@ def main(argv=None):
                  "machine": f"{platform.machine()} {os.cpu_count()} cores, "
                             f"Python {platform.python_version()}, numpy {np.__version__}",
                  "version": mf.__version__, "repeats": args.repeats,
-                 "reference_versions": ref["versions"] if ref else None},
+                 "reference_versions": ref["versions"] if ref else None,
+                 "reference_env": REFERENCE_MALLOC if ref else None},
         "pairs": pairs,
         "batch28": batch_throughput(),
         "batch224": batch_throughput(1000, 224, PAIRS_224),
