@@ -18,6 +18,10 @@ __all__ = ["HSV_CHANNELS", "hsv_shift_pixel", "hsv_shift_kernel"]
 #: Channel index of each accepted name in :func:`hsv_shift` (scikit-image's HSV channel order).
 HSV_CHANNELS = {"h": 0, "hue": 0, "s": 1, "saturation": 1, "v": 2, "value": 2}
 
+# x / 255.0 for every uint8 x: the same correctly rounded float64 values as the division, read
+# from a table (a float64 division per channel was the kernel's costliest step).
+_UNIT = np.arange(256, dtype=np.float64) / 255.0
+
 
 @numba.njit(inline="always")
 def hsv_shift_pixel(r, g, b, channel, amount):  # pragma: no cover - compiled
@@ -111,13 +115,13 @@ def hsv_shift_kernel(image, channel, amount):  # pragma: no cover - compiled
     dst = out.reshape(-1)
     for p in range(h * w):
         if c == 1:
-            r = src[p] / 255.0
+            r = _UNIT[src[p]]
             g = r
             b = r
         else:
-            r = src[3 * p] / 255.0
-            g = src[3 * p + 1] / 255.0
-            b = src[3 * p + 2] / 255.0
+            r = _UNIT[src[3 * p]]
+            g = _UNIT[src[3 * p + 1]]
+            b = _UNIT[src[3 * p + 2]]
         ro, go, bo = hsv_shift_pixel(r, g, b, channel, amount)
         if c == 1:
             lum = (np.uint32(19595) * np.uint32(_unit_to_u8(ro))
