@@ -9,7 +9,8 @@ at 28 and 224 px,
 for an RGB-heavy (pathmnist), an RGB-wide (dermamnist) and a gray (chestmnist) dataset.
 Ours is ``medmnistc_fast.augment.AugMedMNISTC(flag, seed=0).warm_up()``, the reference
 ``medmnistc.augmentation.AugMedMNISTC(CORRUPTIONS_DS[flag])`` (medmnistc 0.1.0, in its own
-venv). Transform construction (ours: ``warm_up``, which loads the kernels and builds the noise
+venv, with glibc's malloc keeping freed memory: ``_common.REFERENCE_MALLOC``). Transform
+construction (ours: ``warm_up``, which loads the kernels and builds the noise
 tables before the workers fork) plus one epoch are the warm-up, reported apart; then REPEATS
 epochs are timed and a run's rate is the median images per second over them. Each
 (side, configuration) runs in its own subprocess, the sides alternating, and the whole
@@ -47,7 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from _common import (add_output_args, add_reference_arg, git_commit, ratio_summary,
+from _common import (add_output_args, add_reference_arg, git_commit, ratio_summary, reference_env,
                      render_only, write_results)
 
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MAGICK_THREAD_LIMIT",
@@ -224,7 +225,8 @@ def shm_probe(repeats: int = 30) -> dict:
 def _spawn(python: str, impl: str, src: str, repeats: int, tmp: str, config: str) -> dict:
     dst = os.path.join(tmp, f"{impl}.json")
     subprocess.run([python, os.path.abspath(__file__), "--side", impl, "--src", src,
-                    "--dst", dst, "--repeats", str(repeats), "--config", config], check=True)
+                    "--dst", dst, "--repeats", str(repeats), "--config", config], check=True,
+                   env=reference_env() if impl == "reference" else None)
     with open(dst) as f:
         return json.load(f)
 
