@@ -64,7 +64,7 @@ import operator
 import os
 import sys
 import zlib
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -1122,7 +1122,7 @@ class EpochSampler:
                                      or isinstance(sampler, (str, bytes))):
             raise TypeError("sampler must be an iterable of indices (e.g. a torch Sampler) or an "
                             f"int n (meaning range(n)); got {sampler!r}")
-        if not _is_int(sampler) and iter(sampler) is sampler:
+        if isinstance(sampler, Iterator):
             # A one-shot iterator would be empty from the second epoch on, silently.
             raise TypeError("sampler must be re-iterable (a Sampler, sequence or range), not a "
                             f"one-shot iterator; got {type(sampler).__name__}")
