@@ -1052,6 +1052,12 @@ std::optional<DiskPlan> plan_disk(const double* k, ptrdiff_t kh, ptrdiff_t kw, c
         plan.vert_neg.clear();
         plan.horz_pos.clear();
         plan.horz_neg.clear();
+        plan.eh_runs.clear();
+        plan.eh_pos.clear();
+        plan.eh_neg.clear();
+        plan.ev_spans.clear();
+        plan.ev_pos.clear();
+        plan.ev_neg.clear();
         disk_integer_store(plan, n);
     }
     return plan;

@@ -164,7 +164,8 @@ def test_plan_kinds(radius, alias):
         assert base == "free"
     elif 1.02 * 255 * 4 * rho * (1 + rho) + 2.0 ** -13 < 0.7 / n:
         assert base == "tiny"
-    elif rho > 1e-3:
+    else:  # no parameter may fall between the bounds unchecked
+        assert rho > 1e-3, (radius, alias, rho)
         assert base == "gauss"
     # Border corrections exist exactly when the blurred disk reaches the grid's border rows.
     assert (corr == "corrected") == (base != "free" and bool(mask[1].any() or mask[0].any()))
