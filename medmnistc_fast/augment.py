@@ -1037,7 +1037,8 @@ class AugmentedDataset:
     TypeError
         ``augment`` not an :class:`AugMedMNISTC`; ``dataset`` without ``len()`` or indexing;
         ``transform`` not callable; ``epoch`` not an int. Indexing raises IndexError beyond
-        ``len(dataset)`` and TypeError / ValueError for a non-int or negative index or epoch.
+        ``len(dataset)`` and TypeError / ValueError for a non-int or negative index or epoch
+        (0-d integer arrays and tensors count as ints).
     ValueError
         Negative ``epoch``.
 
@@ -1080,9 +1081,10 @@ class AugmentedDataset:
     def __getitem__(self, item):
         """``(augmented image, *rest)`` for ``item = i`` or ``item = (i, epoch)``."""
         if isinstance(item, tuple) and len(item) == 2:
-            index, epoch = check_nonneg_int(item[0], "index"), check_nonneg_int(item[1], "epoch")
+            index = check_nonneg_int(_scalar(item[0]), "index")
+            epoch = check_nonneg_int(_scalar(item[1]), "epoch")
         else:
-            index, epoch = check_nonneg_int(item, "index"), self.epoch
+            index, epoch = check_nonneg_int(_scalar(item), "index"), self.epoch
         if index >= len(self.dataset):
             raise IndexError(f"index {index} out of range for a dataset of {len(self.dataset)}")
         sample = self.dataset[index]
@@ -1092,6 +1094,15 @@ class AugmentedDataset:
         if self.transform is not None:
             image = self.transform(image)
         return (image,) + tuple(sample[1:]) if is_tuple else image
+
+
+def _scalar(x):
+    """The Python scalar of a 0-d array or tensor (``torch.tensor(3)``, ``np.array(3)``), else
+    ``x`` unchanged: indices and epochs are then checked as ints (a 0-d float or bool stays a
+    TypeError)."""
+    if getattr(x, "ndim", None) == 0 and hasattr(x, "item"):
+        return x.item()
+    return x
 
 
 class EpochSampler:

@@ -693,6 +693,26 @@ def test_augmented_dataset_tuples_and_transform():
         AugmentedDataset(data, lambda im: im)
 
 
+def test_augmented_dataset_takes_zero_d_integer_indices():
+    """A 0-d integer array or tensor is an index (it used to be a TypeError, though EpochSampler
+    accepted it); 0-d floats and bools stay TypeErrors, as plain ones are."""
+    torch = pytest.importorskip("torch")
+    data = [_image(16, True, seed=i) for i in range(3)]
+    ds = AugmentedDataset(data, AugMedMNISTC("pathmnist", seed=0), epoch=1)
+    want = ds[2]
+    for item in (np.array(2), np.int64(2), torch.tensor(2), (torch.tensor(2), torch.tensor(1)),
+                 (np.array(2), 1)):
+        assert np.array_equal(ds[item], want), item
+    assert not np.array_equal(ds[(2, np.array(0))], want)  # the epoch is read too
+    for item in (np.array(2.0), torch.tensor(2.0), torch.tensor(True), np.array(True)):
+        with pytest.raises(TypeError, match="index must be a non-negative int"):
+            ds[item]
+    with pytest.raises(TypeError, match="epoch must be a non-negative int"):
+        ds[(2, torch.tensor(1.0))]
+    with pytest.raises(ValueError, match="index must be a non-negative int"):
+        ds[torch.tensor(-1)]
+
+
 def test_warm_up_leaves_streams_alone():
     a, b = AugMedMNISTC("chestmnist", seed=3), AugMedMNISTC("chestmnist", seed=3)
     assert a.warm_up() is a
