@@ -14,7 +14,8 @@ Method
 - Reference: ``medmnistc`` 0.1.0's ``DatasetManager(...).create_dataset(flag)`` in its own venv
   (``--reference-python``), on the same files cut to ``--ref-n`` images (it is slow), timed
   around the call (it reads the file through the ``medmnist`` package and writes with
-  ``np.savez_compressed``), one thread for every library. Ours runs on that same small file too,
+  ``np.savez_compressed``), one thread for every library, with glibc's malloc keeping freed
+  memory (``_common.REFERENCE_MALLOC``, as in the corruption benchmark). Ours runs on that same small file too,
   once just before and once just after the reference; the speed-up uses the mean of the two.
 - Memory: the process tree (parent, fork server, workers) is sampled every 0.1 s with psutil;
   reported are the peak of the summed RSS (it counts shared library pages once per process, so
@@ -51,7 +52,8 @@ import numpy as np
 import medmnistc_fast as mf
 from medmnistc_fast._npz import NpzWriter, deflate_segments
 from medmnistc_fast.sample import N_LABELS, sample_images
-from _common import (add_output_args, add_reference_arg, git_commit, render_only,
+from _common import (REFERENCE_MALLOC, add_output_args, add_reference_arg, git_commit,
+                     reference_env, render_only,
                      write_results)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -204,7 +206,7 @@ print(json.dumps({"seconds": dt, "images": n * 5 * len(CORRUPTIONS_DS[flag]), "c
 def run_reference(ref_python, dataset, root, out) -> dict:
     load0 = os.getloadavg()
     try:
-        res, mem = _monitored([ref_python, "-c", _REF, root, out, dataset])
+        res, mem = _monitored([ref_python, "-c", _REF, root, out, dataset], env=reference_env())
     finally:
         shutil.rmtree(out, ignore_errors=True)
     return _row(res, mem, load0)
@@ -253,7 +255,11 @@ def markdown(r: dict) -> str:
     L.append(f"{r['machine']}; medmnistc_fast {r['version']} (commit {r['commit']}); "
              f"disk write {r['disk_write_mb_s']:.0f} MB/s (1 GiB + fsync). Method: "
              "`benchmarks/bench_generate.py` docstring. The machine was shared with other jobs "
-             "(load averages given); images/CPU-s does not depend on the load.\n")
+             "(load averages given); images/CPU-s does not depend on the load."
+             + (" The reference ran with glibc malloc settings "
+                + ", ".join(f"`{k}={v}`" for k, v in r["reference_env"].items())
+                + " (its steady, faster state; see `_common.REFERENCE_MALLOC`)."
+                if r.get("reference_env") else "") + "\n")
     L.append("| dataset (224 px) | input N | run | output to | images | seconds | images/s | "
              "images/CPU-s | peak RSS total / parent / worker (MB) | load avg |")
     L.append("|---|---|---|---|---|---|---|---|---|---|")
@@ -317,6 +323,7 @@ def main(argv=None):
               "machine": f"{platform.machine()} {os.cpu_count()} cores, Linux "
                          f"{platform.release()}, Python {platform.python_version()}, "
                          f"numpy {np.__version__}",
+              "reference_env": REFERENCE_MALLOC if args.reference_python else None,
               "runs": [], "summary": {}}
     try:
         result["disk_write_mb_s"] = disk_write_mb_s(tmp)
