@@ -1073,6 +1073,14 @@ struct DiskScratch {
     std::vector<float> v;                      // Gaussian plans: V of the output row
 };
 
+// The one scratch of the calling thread, shared by every variant and plan kind of the disk
+// filter: one padded copy of the image and one set of rings whatever the level, so that a run
+// alternating between kernels keeps a single copy of each in cache.
+DiskScratch& disk_scratch() {
+    static thread_local DiskScratch scratch;
+    return scratch;
+}
+
 template <class T>
 T* sized(std::vector<T>& v, ptrdiff_t n) {
     if (static_cast<ptrdiff_t>(v.size()) < n) v.resize(static_cast<std::size_t>(n));
@@ -1370,7 +1378,7 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                                  const DiskPlan& plan) {
     using namespace dv;
     static_assert(CT >= 0 && CT <= 8, "neighbours must lie within the guard lanes");
-    static thread_local DiskScratch scratch;
+    DiskScratch& scratch = disk_scratch();
     const ptrdiff_t c = CT > 0 ? CT : s.c, w = s.w, h = s.h, row = s.row();
     constexpr ptrdiff_t SW = 16 * NV;     // strip lanes
     static_assert(NV % 2 == 0, "integer sums run on 32-lane vectors");
@@ -1831,7 +1839,7 @@ MMC_INLINE void disk_filter_planes(const uint8_t* src, uint8_t* dst, const Shape
                                    const DiskPlan& plan,
                                    void (*one)(const uint8_t*, uint8_t*, const Shape&,
                                                const DiskPlan&)) {
-    static thread_local DiskScratch scratch;
+    DiskScratch& scratch = disk_scratch();
     const ptrdiff_t n = s.h * s.w;
     uint8_t* in = sized(scratch.planes, 2 * n);
     uint8_t* out = in + n;
