@@ -181,6 +181,8 @@ def markdown(result: dict) -> str:
     meta = result["meta"]
     entries = result["entries"]
     n_pass = sum(e["pass"] for e in entries.values())
+    worst_key = max(entries, key=lambda k: entries[k]["frac_differ"])
+    worst = max(entries.values(), key=lambda e: e["max_abs"])
     lines = [
         "# Faithfulness cross-check at 224 px (ours vs the reference, outputs compared)", "",
         f"Commit {meta['commit']}, {meta['date']}, {meta['machine']}, medmnistc_fast "
@@ -200,7 +202,10 @@ def markdown(result: dict) -> str:
         f"{meta['seconds_ours']:.0f} s.", "",
         f"**{n_pass} / {len(entries)} (dataset, corruption, level) entries pass.** Severity "
         f"parameters equal to the reference's: "
-        f"{sum(e['param_equals_reference'] for e in entries.values())} / {len(entries)}.", "",
+        f"{sum(e['param_equals_reference'] for e in entries.values())} / {len(entries)}. "
+        f"Identical on every sample: {sum(e['max_abs'] == 0 for e in entries.values())} / "
+        f"{len(entries)} entries; largest difference anywhere: {worst['max_abs']}; largest "
+        f"fraction of samples differing: {100 * worst['frac_differ']:.4f} % ({worst_key}).", "",
         "One row per (dataset, corruption); numbers of its worst level (largest difference, "
         "then lowest per-image fraction within 1).", "",
         "| dataset | corruption | tolerance | levels passing | worst level | max abs diff | "
@@ -229,9 +234,6 @@ def markdown(result: dict) -> str:
                 + f"): {e['worst_call_bad_samples']} samples differ by more than "
                   f"{e['bad_threshold']}, in the box "
                   f"(min, max index per axis) {e['worst_call_bad_bbox']}.")
-    notes = meta.get("notes")
-    if notes:
-        lines += ["", "## Notes", ""] + [f"- {n}" for n in notes]
     return "\n".join(lines) + "\n"
 
 
@@ -243,8 +245,6 @@ def main(argv=None):
                          "(at most 15 RGB and 20 gray are distinct) (default 24)")
     ap.add_argument("--motion-angles", type=int, default=4,
                     help="seeded reference motion_blur calls (angles) per image (default 4)")
-    ap.add_argument("--note", action="append", default=[],
-                    help="a line for the report's Notes section (repeatable)")
     add_output_args(ap, "faithfulness")
     args = ap.parse_args(argv)
     if render_only(args, markdown):
@@ -265,7 +265,7 @@ def main(argv=None):
                  "images": {k: len(v) for k, v in images.items()}, "requested_n": args.n,
                  "motion_angles": args.motion_angles, "entries": len(entries),
                  "reference_jobs": len(jobs), "seconds_reference": t1 - t0,
-                 "seconds_ours": time.perf_counter() - t1, "notes": args.note},
+                 "seconds_ours": time.perf_counter() - t1},
         "entries": entries,
     }
     write_results(args, result, markdown)
