@@ -8,12 +8,15 @@ import subprocess
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def add_reference_arg(ap: argparse.ArgumentParser) -> None:
-    """``--reference-python``: the python of a venv with medmnistc 0.1.0 (optional; default the
-    environment variable ``MEDMNISTC_REFERENCE_PYTHON``)."""
+def add_reference_arg(ap: argparse.ArgumentParser, needed: bool = False) -> None:
+    """``--reference-python``: the python of a venv with medmnistc 0.1.0 (default the
+    environment variable ``MEDMNISTC_REFERENCE_PYTHON``); optional unless ``needed`` (the
+    script then checks that one of the two was given)."""
+    what = ("needed: the script compares against it" if needed
+            else "the reference is skipped if not given")
     ap.add_argument("--reference-python", default=os.environ.get("MEDMNISTC_REFERENCE_PYTHON"),
-                    help="python of a venv with medmnistc 0.1.0 (the reference is skipped if "
-                         "not given)")
+                    help=f"python of a venv with medmnistc 0.1.0 (default: the environment "
+                         f"variable MEDMNISTC_REFERENCE_PYTHON; {what})")
 
 
 #: glibc malloc settings for the reference's processes: never return freed memory to the OS and

@@ -239,7 +239,7 @@ def markdown(result: dict) -> str:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    add_reference_arg(ap)
+    add_reference_arg(ap, needed=True)
     ap.add_argument("--n", type=int, default=24,
                     help="images requested per kind from sample_images; repeats are dropped "
                          "(at most 15 RGB and 20 gray are distinct) (default 24)")
