@@ -177,14 +177,23 @@ def to_float(value) -> float:
         return math.inf if value > 0 else -math.inf
 
 
-def check_positive(value, name: str, *, integer: bool = False, upper=None, inclusive_upper=True):
-    """Check a physical parameter of the functional layer: a finite number > 0 (optionally <= upper)."""
+def check_positive(value, name: str, *, integer: bool = False, upper=None, inclusive_upper=True,
+                   lower=None):
+    """Check a physical parameter of the functional layer: a finite number > 0 (optionally <= upper).
+
+    With ``lower`` (and ``upper``), the number must lie in ``[lower, upper]`` instead, and every
+    out-of-range value (0, negatives and non-finite values included) gets that one message.
+    """
     ok_type = _is_int(value) if integer else (
         isinstance(value, (numbers.Real, np.floating, np.integer)) and not isinstance(value, bool))
     kind = "an int" if integer else "a real number"
     if not ok_type:
         raise TypeError(f"{name} must be {kind}; got {value!r} ({type(value).__name__})")
     v = to_float(value)
+    if lower is not None:
+        if not lower <= v <= upper:  # also rejects NaN
+            raise ValueError(f"{name} must be in [{lower:g}, {upper:g}]; got {value!r}")
+        return v
     if not np.isfinite(v) or v <= 0 or (upper is not None and (v > upper if inclusive_upper else v >= upper)):
         bound = "" if upper is None else f" and {'<=' if inclusive_upper else '<'} {upper}"
         raise ValueError(f"{name} must be > 0{bound}; got {value!r}")

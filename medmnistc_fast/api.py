@@ -152,6 +152,22 @@ def _pool(n: int) -> ThreadPoolExecutor:
         return _pool_state["executor"]
 
 
+def _forget_pool_after_fork() -> None:
+    """In a forked child: drop the parent's pool (and renew its lock, which another parent
+    thread may have held at the fork). The child has none of the pool's threads, yet the
+    executor counted them as idle and queued work that never ran: corrupt_batch and
+    AugMedMNISTC.batch hung in a fork-started worker (a DataLoader's, a multiprocessing
+    pool's) once the parent had used more than one thread."""
+    global _pool_lock
+    _pool_lock = threading.Lock()
+    _pool_state["executor"] = None
+    _pool_state["size"] = 0
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere there is no fork
+    os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+
 def _run_chunks(run, n: int, threads: int) -> None:
     """``run(lo, hi)`` over ``[0, n)`` in ``min(n, 4 * threads)`` contiguous chunks, on at most
     ``threads`` threads (1: in the calling thread). Returns once every thread has stopped; then

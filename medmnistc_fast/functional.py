@@ -180,19 +180,14 @@ def shot_noise(image, photons: float, *, seed=None) -> np.ndarray:
     """Poisson (shot) noise: ``trunc(255 * clip(Poisson(x * photons) / photons, 0, 1))``
     on ``x = image / 255``, independently per element (sampled from the exact law, so equal to
     the reference's in distribution)."""
-    m = check_positive(photons, "photons", upper=MAX_PHOTONS)
-    if m < MIN_PHOTONS:
-        raise ValueError(f"photons must be in [{MIN_PHOTONS:g}, {MAX_PHOTONS:g}]; got {photons!r}")
+    m = check_positive(photons, "photons", lower=MIN_PHOTONS, upper=MAX_PHOTONS)
     return _run("shot_noise", image, param=m, key=_noise_key(seed))
 
 
 def _check_sigma(value, name: str) -> float:
     """A Gaussian standard deviation in pixels, in [1e-3, 1024] (below 1e-3 the Gaussians of
     the blurs underflow to a single tap)."""
-    v = check_positive(value, name, upper=MAX_RADIUS)
-    if v < 1e-3:
-        raise ValueError(f"{name} must be in [0.001, {MAX_RADIUS}] pixels; got {value!r}")
-    return v
+    return check_positive(value, name, lower=1e-3, upper=MAX_RADIUS)
 
 
 @_documented("""

@@ -1,6 +1,6 @@
 """A small MedMNIST-format sample set built from real medical images shipped in installed packages.
 
-Sources (no downloads; all files are inside the scikit-image and pydicom wheels):
+Sources (no downloads; all files are inside the scikit-image and pydicom (>= 3.0.1) wheels):
 
 - RGB: scikit-image ``data/ihc.png`` (immunohistochemistry, 512 x 512), ``data/retina.jpg``
   (fundus photograph, 1411 x 1411), pydicom ``test_files/examples_rgb_color.dcm``
@@ -26,7 +26,11 @@ from . import registry
 from ._validation import check_int
 
 __all__ = ["source_images", "sample_images", "sample_split", "check_sample_shape", "N_LABELS",
-           "MAX_SIZE", "MAX_BYTES"]
+           "MAX_SIZE", "MAX_BYTES", "MIN_PYDICOM"]
+
+#: Oldest pydicom whose wheel holds every DICOM file of the sample (``examples_rgb_color.dcm``
+#: is missing from 2.4.4 and 3.0.0; checked on their wheels from PyPI). It needs Python >= 3.10.
+MIN_PYDICOM = "3.0.1"
 
 #: Label columns per dataset (MedMNIST: (N, 1) except chestmnist's 14 findings).
 N_LABELS = {d: (14 if d == "chestmnist" else 1) for d in registry.DATASETS}
@@ -46,6 +50,13 @@ def _dicom_file(name: str) -> np.ndarray:
     import pydicom.data
 
     path = os.path.join(os.path.dirname(pydicom.data.__file__), "test_files", name)
+    if not os.path.isfile(path):
+        # pydicom 2.x and 3.0.0 wheels leave examples_rgb_color.dcm out (it came from a
+        # download); a bare FileNotFoundError from dcmread did not say what to install.
+        raise FileNotFoundError(
+            f"the embedded sample needs pydicom's test file {name}, shipped in pydicom >= "
+            f"{MIN_PYDICOM} (installed: {pydicom.__version__}, file not found at {path}); "
+            f"upgrade it with pip install 'pydicom>={MIN_PYDICOM}'")
     arr = pydicom.dcmread(path).pixel_array
     if arr.dtype != np.uint8:
         lo, hi = float(arr.min()), float(arr.max())

@@ -1,4 +1,5 @@
 """The binding public contract (design.md section 2): names, errors, randomness, batches."""
+import os
 import threading
 import time
 import zlib
@@ -321,6 +322,43 @@ def test_thread_pools_do_not_pile_up(rgb224):
     while alive() > limit and time.monotonic() < deadline:
         time.sleep(0.05)
     assert alive() <= limit
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_threaded_batch_in_a_forked_child(rgb224):
+    """After the parent ran a threaded batch, a fork-started child (a DataLoader or
+    multiprocessing worker) gets the same bytes instead of waiting forever on the parent's
+    pool threads, which do not exist in the child (found by a newcomer trial)."""
+    import warnings
+    from medmnistc_fast.augment import AugMedMNISTC
+
+    batch = rgb224[:4, :128, :128]
+    aug = AugMedMNISTC("pathmnist", seed=1)
+    want = (mf.corrupt_batch(batch, "motion_blur", 3, dataset="pathmnist", seed=0, num_threads=2),
+            aug.batch(batch, num_threads=2))
+    read_end, write_end = os.pipe()
+    with warnings.catch_warnings():  # Python >= 3.12 warns on forking a threaded process
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # child: report the bytes' digests, never return into pytest
+        try:
+            got = (mf.corrupt_batch(batch, "motion_blur", 3, dataset="pathmnist", seed=0,
+                                    num_threads=2),
+                   AugMedMNISTC("pathmnist", seed=1).batch(batch, num_threads=2))
+            os.write(write_end, b"".join(zlib.crc32(g.tobytes()).to_bytes(4, "big")
+                                         for g in got))
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    deadline = time.monotonic() + 60
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child's corrupt_batch did not finish within 60 s")
+        time.sleep(0.05)
+    with os.fdopen(read_end, "rb") as f:
+        assert f.read() == b"".join(zlib.crc32(w.tobytes()).to_bytes(4, "big") for w in want)
 
 
 def test_import_and_run_without_a_writable_numba_cache():

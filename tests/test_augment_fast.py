@@ -155,6 +155,29 @@ def test_from_pil_without_arrow_export(monkeypatch):
     np.testing.assert_array_equal(digital.from_pil(im, 3), arr)
 
 
+def _crashing_export(*args):  # stands for Pillow 11.2-12.1's export of a mapped image
+    raise AssertionError("Image.__arrow_c_array__ called before Pillow 13")
+
+
+@pytest.mark.parametrize("mode", ["L", "RGB"])
+def test_no_arrow_export_before_pillow_13(monkeypatch, mode):
+    """Pillow 11.2-12.1 segfault exporting an image that maps a buffer: a gray
+    Image.fromarray, or the transform's own PIL output fed back (two AugMedMNISTC in a row;
+    found by a newcomer trial with Pillow 12.0/12.1). Before 13 the export is never called."""
+    monkeypatch.setattr(digital, "USE_ARROW", False, raising=False)
+    monkeypatch.setattr(Image.Image, "__arrow_c_array__", _crashing_export, raising=False)
+    c = 1 if mode == "L" else 3
+    arr = _img(20, 30, c)
+    pil = Image.fromarray(arr[..., 0] if c == 1 else arr)
+    np.testing.assert_array_equal(digital.from_pil(pil, c), arr)
+    mapped = digital.pil_from_buffer(arr, mode)
+    np.testing.assert_array_equal(digital.from_pil(mapped, c), arr)
+    aug = AugMedMNISTC("chestmnist" if c == 1 else "pathmnist", seed=3, identity=False)
+    twice = aug(aug(pil))
+    g = AugMedMNISTC("chestmnist" if c == 1 else "pathmnist", seed=3, identity=False)
+    np.testing.assert_array_equal(np.asarray(twice), g(g(arr[..., 0] if c == 1 else arr)))
+
+
 def test_pil_from_buffer_equals_frombuffer():
     for mode, arr in (("L", _img(30, 20, 1)[..., 0]), ("L", _img(30, 20, 1)),
                       ("RGB", _img(30, 20, 3))):

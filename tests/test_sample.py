@@ -64,3 +64,22 @@ def test_sample_size_bound_is_inclusive_and_per_channel():
         check_sample_shape(MAX_BYTES // 64 + 1, 8, False)   # one image beyond the bound
     with pytest.raises(ValueError, match="n="):
         check_sample_shape(MAX_BYTES // 64, 8, True)   # three channels: three times the bytes
+
+
+def test_missing_dicom_file_names_the_pydicom_to_install(monkeypatch, tmp_path):
+    """pydicom < 3.0.1 (all that Python 3.9 gets) lacks examples_rgb_color.dcm: the sample
+    used to fail with dcmread's bare FileNotFoundError; found by a newcomer trial on 3.9."""
+    import pydicom.data
+
+    from medmnistc_fast import sample
+
+    monkeypatch.setattr(pydicom.data, "__file__", str(tmp_path / "__init__.py"))
+    sample.source_images.cache_clear()
+    try:
+        with pytest.raises(FileNotFoundError,
+                           match=r"examples_rgb_color\.dcm, shipped in pydicom >= 3\.0\.1"):
+            sample_images(1, 8, rgb=True)
+        with pytest.raises(FileNotFoundError, match=r"CT_small\.dcm, shipped in pydicom"):
+            sample_images(1, 8, rgb=False)
+    finally:
+        sample.source_images.cache_clear()

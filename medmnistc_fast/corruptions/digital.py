@@ -7,15 +7,24 @@ References: reference classes ``Pixelate`` and ``JPEGCompression`` in
 from __future__ import annotations
 
 import io
+import re
 import weakref
 
 import numpy as np
+import PIL
 from PIL import Image
 
 from .. import _native
 from ._spec import Kind
 
 __all__ = ["PIXELATE", "JPEG_COMPRESSION", "to_pil", "from_pil", "pil_from_buffer"]
+
+#: Whether pixels are read through Pillow's Arrow export (``Image.__arrow_c_array__``). Only
+#: from Pillow 13: 11.2 to 12.1 have the export but crash the process (segmentation fault)
+#: inside it on an image whose core maps a buffer, such as "L" images of ``Image.fromarray``
+#: and the images of :func:`pil_from_buffer` (checked with 11.2.1, 11.3.0, 12.0.0 and 12.1.0;
+#: 13.0.0 exports them correctly). Without it the pixels come from ``tobytes``.
+USE_ARROW = tuple(int(p) for p in re.findall(r"\d+", PIL.__version__)[:2]) >= (13, 0)
 
 
 def to_pil(image: np.ndarray) -> Image.Image:
@@ -30,10 +39,11 @@ def to_pil(image: np.ndarray) -> Image.Image:
 def from_pil(pil: Image.Image, channels: int) -> np.ndarray:
     """Pillow image (8-bit "L" or "RGB") -> new C-contiguous uint8 (H, W, channels).
 
-    Read through the image's Arrow export (``Image.__arrow_c_array__``, Pillow >= 11.2: one copy
-    in C++, ``_native.pil_pixels``) when it has the expected layout, else with ``np.array``; both
-    give the bytes of ``pil.tobytes()`` (``np.array`` goes through ``tobytes`` and copies again:
-    6 us instead of 2.5 at 224 x 224 gray, 25 instead of 5.5 for RGB).
+    Read through the image's Arrow export (``Image.__arrow_c_array__``, Pillow >= 13, see
+    :data:`USE_ARROW`: one copy in C++, ``_native.pil_pixels``) when it has the expected layout,
+    else with ``np.array``; both give the bytes of ``pil.tobytes()`` (``np.array`` goes through
+    ``tobytes`` and copies again: 6 us instead of 2.5 at 224 x 224 gray, 25 instead of 5.5 for
+    RGB).
     """
     arr = _arrow_pixels(pil)
     if arr is None:
@@ -44,9 +54,10 @@ def from_pil(pil: Image.Image, channels: int) -> np.ndarray:
 
 def _arrow_pixels(pil: Image.Image):
     """New uint8 (H, W, 1 or 3) pixels of an "L" or "RGB" image read through its Arrow export,
-    or None when the export is missing, fails or has another layout."""
+    or None when the export is missing, unsafe (:data:`USE_ARROW`), fails or has another
+    layout."""
     w, h = pil.size
-    export = getattr(pil, "__arrow_c_array__", None)
+    export = getattr(pil, "__arrow_c_array__", None) if USE_ARROW else None
     if export is None or h <= 0 or w <= 0 or pil.mode not in ("L", "RGB"):
         return None
     try:
