@@ -57,15 +57,17 @@ Containers
 Safety and resuming
 -------------------
 Every output is written under a temporary name in the same folder (``.{name}.{12 hex}.tmp``),
-flushed and fsynced, then renamed. ``manifest.json`` (package version, seed, size (the image side;
+flushed and fsynced, then renamed. ``manifest.json`` (package version, the versions of the
+libraries the bytes depend on (:func:`byte_environment`), seed, size (the image side;
 null for non-square folder or array input), split, format, compression, the input's source,
 SHA-256 and shape (for a folder also its root, classes and colour mode), and per file the
 severities, table, shapes and SHA-256) is rewritten
 atomically after each finished file. A re-run skips the files whose manifest entry matches (same
 parameters, and the file's checksum recomputed from disk equals the entry), removes temporary
 leftovers of interrupted runs and redoes the rest, ending byte-identical to an uninterrupted run.
-An existing output made with other parameters (seed, size, version, ...) is never overwritten
-unless ``overwrite=True``.
+An existing output made with other parameters (seed, size, version, library versions, ...) is
+never overwritten unless ``overwrite=True``. With a Dask scheduler, every worker must report this
+process's package and library versions (RuntimeError otherwise).
 
 Parallelism and memory
 ----------------------
@@ -120,7 +122,7 @@ from .api import corrupt, corrupt_batch, severity_table
 from .corruptions.pathology import suite_for_size
 
 __all__ = ["generate", "input_path", "output_dir", "load_images", "render_preview",
-           "preview_cell", "folder_suite", "DEFAULT_ROOT", "SPLITS", "FORMATS", "MANIFEST", "MAX_WORKERS",
+           "preview_cell", "folder_suite", "byte_environment", "DEFAULT_ROOT", "SPLITS", "FORMATS", "MANIFEST", "MAX_WORKERS",
            "DOWNLOAD_URL", "IMAGE_EXTENSIONS", "FILENAMES", "PATHOLOGY_AUTO"]
 
 #: Default folder of the MedMNIST+ ``.npz`` files (the ``medmnist`` package's default).
@@ -1042,6 +1044,10 @@ class _PoolRunner:
         self._ex.shutdown(wait=True, cancel_futures=cancel)
 
 
+def _worker_environment() -> dict:  # also runs on Dask workers
+    return {"medmnistc_fast": __version__, **byte_environment()}
+
+
 class _DaskRunner:
     inband = True
     direct_write = False
@@ -1062,8 +1068,26 @@ class _DaskRunner:
             self.client, self._own = client, True
         else:
             self.client, self._own = scheduler, False
+        try:
+            self._check_workers(self.client.run(_worker_environment))
+        except BaseException:
+            self.close()
+            raise
         nthreads = sum(self.client.nthreads().values()) or 1
         self.capacity = 2 * nthreads + 2
+
+    @staticmethod
+    def _check_workers(reported: dict) -> None:
+        """Refuse a cluster whose workers (``{address: environment}``) would write other bytes
+        than this process: another medmnistc_fast or another :func:`byte_environment`."""
+        mine = _worker_environment()
+        bad = [f"{addr}: {', '.join(_environment_diff(env, mine))}"
+               for addr, env in sorted(reported.items()) if env != mine]
+        if bad:
+            raise RuntimeError(
+                "the Dask workers must run the versions of this process, or the outputs would "
+                "mix bytes of different setups; differing (worker value, then this process's): "
+                + "; ".join(bad))
 
     def submit(self, task, images):
         # Small inputs travel inside the task; large ones are scattered first (a round trip),
@@ -1160,10 +1184,45 @@ def _table(dataset: str, corruption: str, severities: tuple) -> list:
     return [_jsonable(t[s - 1]) for s in severities]
 
 
+def byte_environment() -> dict:
+    """Versions of the libraries the output bytes depend on, besides this package's own.
+
+    Pillow encodes and decodes JPEG (through its bundled libjpeg-turbo), rasterises the bubble
+    and stain_deposit ellipses and renders the characters' glyphs (through FreeType, with its
+    bundled font; Pillow 11 and 12 draw them differently); SciPy's ``ndtr`` and ``pdtr`` build
+    the noise laws' tables; NumPy does the array arithmetic around the kernels. Recorded in
+    every manifest (``environment``): a resumed run, and every worker of a Dask cluster, must
+    report the same, so that no output mixes the bytes of two setups.
+
+    Returns
+    -------
+    dict of str to str
+        ``pillow``, ``libjpeg_turbo``, ``freetype2``, ``scipy``, ``numpy``: version strings
+        (``"none"`` for a Pillow feature that is not built in).
+    """
+    import PIL
+    import scipy
+    from PIL import features
+
+    def feature(name: str) -> str:
+        return str(features.version(name) or "none")
+
+    return {"pillow": PIL.__version__, "libjpeg_turbo": feature("libjpeg_turbo"),
+            "freetype2": feature("freetype2"), "scipy": scipy.__version__,
+            "numpy": np.__version__}
+
+
+def _environment_diff(old, new: dict) -> list:
+    """``["pillow='12.1.0' (now '13.0.0')", ...]`` for the entries where ``old`` (a recorded
+    environment) differs from ``new``."""
+    old = old if isinstance(old, dict) else {}
+    return [f"{k}={old.get(k)!r} (now {v!r})" for k, v in new.items() if old.get(k) != v]
+
+
 def _params(inp: _Input, seed: int, fmt: str, compress: bool) -> dict:
     return {"format_version": _MANIFEST_VERSION, "generator": "medmnistc_fast",
-            "version": __version__, "dataset": inp.dataset, "size": inp.size,
-            "split": inp.split, "seed": seed, "format": fmt,
+            "version": __version__, "environment": byte_environment(), "dataset": inp.dataset,
+            "size": inp.size, "split": inp.split, "seed": seed, "format": fmt,
             "compression": ("deflate-1" if fmt == "npz" else "zarr-default") if compress
             else "none", "input": inp.record()}
 
@@ -1174,6 +1233,8 @@ _COMPARED = ("format_version", "generator", "version", "dataset", "size", "split
 
 def _param_diff(old: dict, new: dict) -> list:
     diffs = [f"{k}={old.get(k)!r} (now {new[k]!r})" for k in _COMPARED if old.get(k) != new[k]]
+    if "environment" in old:  # manifests written before it was recorded are not compared
+        diffs += _environment_diff(old["environment"], new["environment"])
     oi, ni = old.get("input") or {}, new["input"]
     for k in ("sha256", "n"):
         if oi.get(k) != ni.get(k):
@@ -1722,6 +1783,9 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         an os.PathLike nor a client).
     ImportError
         ``fmt="zarr"`` without zarr, ``scheduler`` without dask.distributed.
+    RuntimeError
+        A Dask worker runs another medmnistc_fast or other library versions
+        (:func:`byte_environment`) than this process.
 
     Notes
     -----

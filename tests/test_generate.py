@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import sys
 import zipfile
 import zlib
@@ -324,6 +325,51 @@ def test_other_parameters_refused_then_overwritten(root, tmp_path):
     res = generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=6, workers=1,
                    corruptions="pixelate", overwrite=True)
     assert res[0]["written"] == ["pixelate"] and res[0]["manifest"]["seed"] == 6
+
+
+def test_library_versions_recorded_and_compared(root, tmp_path, monkeypatch):
+    """The manifest records the versions the bytes depend on; a resumed run under other versions
+    is refused (it would mix bytes of two setups in one output), and a manifest from before they
+    were recorded is still resumed."""
+    import PIL
+    import scipy
+
+    from medmnistc_fast import generate as gen
+
+    generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
+             corruptions="pixelate")
+    path = os.path.join(output_dir(tmp_path, GRAY_DS), "manifest.json")
+    env = read_json(path)["environment"]
+    assert env["pillow"] == PIL.__version__ and env["scipy"] == scipy.__version__
+    assert env["numpy"] == np.__version__ and set(env) == {
+        "pillow", "libjpeg_turbo", "freetype2", "scipy", "numpy"}
+    before = tree(tmp_path)
+    real = gen.byte_environment
+    monkeypatch.setattr(gen, "byte_environment", lambda: {**real(), "pillow": "11.0.0"})
+    with pytest.raises(ValueError, match=r"pillow='%s' \(now '11\.0\.0'\).*--overwrite"
+                       % re.escape(PIL.__version__)):
+        generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
+                 corruptions="pixelate")
+    assert tree(tmp_path) == before
+    monkeypatch.setattr(gen, "byte_environment", real)
+    m = read_json(path)
+    del m["environment"]
+    with open(path, "w") as f:
+        json.dump(m, f)
+    res = generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
+                   corruptions="pixelate")
+    assert res[0]["skipped"] == ["pixelate"]
+
+
+def test_dask_workers_must_match_versions():
+    from medmnistc_fast import generate as gen
+
+    mine = gen._worker_environment()
+    gen._DaskRunner._check_workers({"tcp://a:1": dict(mine), "tcp://b:2": dict(mine)})
+    other = {**mine, "pillow": "11.0.0", "medmnistc_fast": "0.0.1"}
+    with pytest.raises(RuntimeError, match=r"tcp://b:2: medmnistc_fast='0\.0\.1' \(now .*\), "
+                                           r"pillow='11\.0\.0' \(now"):
+        gen._DaskRunner._check_workers({"tcp://a:1": dict(mine), "tcp://b:2": other})
 
 
 def test_other_severities_refused(root, tmp_path):
