@@ -531,7 +531,7 @@ class RobustnessReport:
         OSError
             If the folder does not exist or is not writable (no temporary file is left behind).
         """
-        check_path(path, "path", "file")
+        dest = _report_path(path, "report.json")
         # json.dumps also takes a str indent (that text at the start of every line) and negative
         # ints; "x" wrote a file that is not JSON.
         if not _is_int(indent):
@@ -539,15 +539,11 @@ class RobustnessReport:
                             f"({type(indent).__name__})")
         if not 0 <= indent <= _MAX_INDENT:
             raise ValueError(f"indent must be an int in 0..{_MAX_INDENT}; got {indent!r}")
-        dest = Path(path)
-        if dest.is_dir():
-            raise IsADirectoryError(f"path {os.fspath(path)!r} is a folder; give a file name "
-                                    f"(for example {os.path.join(os.fspath(path), 'report.json')!r})")
         text = json.dumps(self.to_dict(), indent=int(indent), allow_nan=False) + "\n"
         write_text_atomic(dest, text)
         return dest
 
-    def to_markdown(self, digits: int = 4) -> str:
+    def to_markdown(self, digits: int = 4, path=None):
         """Return markdown tables: a summary, errors per corruption and severity, balanced accuracies.
 
         Parameters
@@ -555,17 +551,22 @@ class RobustnessReport:
         digits : int in 0..17, default 4
             Decimal places (values are fractions, not percentages; 17 places show every digit
             of a double in [0, 1]).
+        path : str or path-like, optional
+            Also write the text to this file, atomically as :meth:`to_json` does.
 
         Returns
         -------
-        str
-            Markdown text ending with a newline.
+        str, or pathlib.Path when ``path`` is given
+            Markdown text ending with a newline, or ``path``.
 
         Raises
         ------
         TypeError, ValueError
-            ``digits`` is not an int, or is outside 0..17.
+            ``digits`` is not an int, or is outside 0..17; ``path`` as in :meth:`to_json`.
+        IsADirectoryError, OSError
+            As in :meth:`to_json`.
         """
+        dest = None if path is None else _report_path(path, "report.md")
         if not _is_int(digits):
             raise TypeError(f"digits must be an int in 0..17; got {digits!r} ({type(digits).__name__})")
         if not 0 <= digits <= 17:
@@ -603,19 +604,30 @@ class RobustnessReport:
             ba = self.balanced_accuracies[c]
             cells = [f(a) for a in ba] + [f(1.0 - self.mean_errors[c])]
             lines.append(f"| {_md_text(c)} | " + " | ".join(cells) + " |")
-        return "\n".join(lines) + "\n"
+        return _text_or_file("\n".join(lines) + "\n", dest)
 
-    def to_csv(self) -> str:
+    def to_csv(self, path=None):
         """Return a long-format CSV of the per-severity numbers.
 
         Columns ``corruption,severity,error,balanced_accuracy``; the first row is ``clean`` with severity 0,
         then one row per evaluated corruption and severity 1..5. Floats are written with full precision.
 
+        Parameters
+        ----------
+        path : str or path-like, optional
+            Also write the text to this file, atomically as :meth:`to_json` does.
+
         Returns
         -------
-        str
-            CSV text with ``\\n`` line endings and a header row.
+        str, or pathlib.Path when ``path`` is given
+            CSV text with ``\\n`` line endings and a header row, or ``path``.
+
+        Raises
+        ------
+        TypeError, IsADirectoryError, OSError
+            ``path`` as in :meth:`to_json`.
         """
+        dest = None if path is None else _report_path(path, "report.csv")
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(["corruption", "severity", "error", "balanced_accuracy"])
@@ -623,7 +635,25 @@ class RobustnessReport:
         for c in self.corruptions:
             for s, (e, a) in enumerate(zip(self.errors[c], self.balanced_accuracies[c]), start=1):
                 w.writerow([c, s, repr(e), repr(a)])
-        return buf.getvalue()
+        return _text_or_file(buf.getvalue(), dest)
+
+
+def _report_path(path, example: str) -> Path:
+    """``path`` (str or path-like) as a Path to write a report to, refusing a folder."""
+    check_path(path, "path", "file")
+    dest = Path(path)
+    if dest.is_dir():
+        raise IsADirectoryError(f"path {os.fspath(path)!r} is a folder; give a file name "
+                                f"(for example {os.path.join(os.fspath(path), example)!r})")
+    return dest
+
+
+def _text_or_file(text: str, dest):
+    """``text``, or ``dest`` after writing ``text`` to it atomically."""
+    if dest is None:
+        return text
+    write_text_atomic(dest, text)
+    return dest
 
 
 def _report_from_fields(values: dict) -> RobustnessReport:

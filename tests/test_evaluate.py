@@ -624,6 +624,25 @@ def test_report_to_json_bad_path(tmp_path):
             rep.to_json(bad)
 
 
+def test_report_tables_written_to_files(tmp_path):
+    """to_csv and to_markdown take a path as to_json does (to_csv(path) used to be a TypeError):
+    the file holds exactly the returned text, written atomically; a folder or a non-path is
+    refused before anything is written."""
+    rep = ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), breast_scores())
+    out = rep.to_csv(tmp_path / "r.csv")
+    assert out == tmp_path / "r.csv" and out.read_text() == rep.to_csv()
+    out = rep.to_markdown(2, str(tmp_path / "r.md"))
+    assert out == tmp_path / "r.md" and out.read_text() == rep.to_markdown(digits=2)
+    (tmp_path / "d").mkdir()
+    for write in (rep.to_csv, lambda p: rep.to_markdown(path=p)):
+        with pytest.raises(IsADirectoryError, match=r"path '.*/d' is a folder"):
+            write(tmp_path / "d")
+        with pytest.raises(TypeError, match="path must be a str or os.PathLike"):
+            write(3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d", "r.csv", "r.md"]
+    assert not any((tmp_path / "d").iterdir())
+
+
 def test_report_pickles_and_deep_copies():
     """A report crosses process boundaries (multiprocessing, joblib): pickling used to fail with
     "cannot pickle 'mappingproxy' object", and so did copy.deepcopy."""
