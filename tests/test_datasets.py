@@ -26,14 +26,20 @@ def _data(rgb=True, size=12, labels=1, n=N, seed=0):
     return images, lab
 
 
+def _zarr_array(group, name, data, chunks=None):
+    """An array in a zarr group, with zarr 3 (create_array) or zarr 2 (create_dataset)."""
+    make = group.create_array if hasattr(group, "create_array") else group.create_dataset
+    return make(name, data=data, **({} if chunks is None else {"chunks": chunks}))
+
+
 def _write(root, dataset, corruption, images, labels, how="savez"):
     folder = root / dataset
     folder.mkdir(parents=True, exist_ok=True)
     if how == "zarr":
         zarr = pytest.importorskip("zarr")
         g = zarr.open_group(str(folder / f"{corruption}.zarr"), mode="w")
-        g.create_array("test_images", data=images, chunks=(2,) + images.shape[1:])
-        g.create_array("test_labels", data=labels)
+        _zarr_array(g, "test_images", images, (2,) + images.shape[1:])
+        _zarr_array(g, "test_labels", labels)
         return folder / f"{corruption}.zarr"
     path = folder / f"{corruption}.npz"
     if how == "savez":
@@ -270,9 +276,11 @@ def test_zarr_v2_store(tmp_path):
     images, labels = _data()
     folder = tmp_path / "pathmnist"
     folder.mkdir()
-    g = zarr.open_group(str(folder / "pixelate.zarr"), mode="w", zarr_format=2)
-    g.create_array("test_images", data=images, chunks=(1,) + images.shape[1:])
-    g.create_array("test_labels", data=labels)
+    v3 = int(zarr.__version__.split(".")[0]) >= 3  # zarr 2 writes format 2 only
+    g = zarr.open_group(str(folder / "pixelate.zarr"), mode="w",
+                        **({"zarr_format": 2} if v3 else {}))
+    _zarr_array(g, "test_images", images, (1,) + images.shape[1:])
+    _zarr_array(g, "test_labels", labels)
     cs = CorruptedSet(tmp_path, "pathmnist", "pixelate", severity=[5])
     assert cs.format == "zarr" and np.array_equal(cs[N - 1][0], images[-1])
     assert os.path.isdir(cs.path)
@@ -372,8 +380,8 @@ def test_val_and_train_split_files(tmp_path, fmt):
     if fmt == "zarr":
         zarr = pytest.importorskip("zarr")
         g = zarr.open_group(str(path), mode="w")
-        g.create_array("val_images", data=images, chunks=(2,) + images.shape[1:])
-        g.create_array("val_labels", data=labels)
+        _zarr_array(g, "val_images", images, (2,) + images.shape[1:])
+        _zarr_array(g, "val_labels", labels)
     else:
         np.savez(path, val_images=images, val_labels=labels)
     cs = CorruptedSet(tmp_path, "pathmnist", "pixelate")

@@ -111,7 +111,14 @@ def test_gray_is_pillow_luma_of_rgb_stream(shape):
 
 def test_big_endian_branch_gives_same_stream(monkeypatch):
     """The byte-order fallback (quarters extracted one by one) fills the same uniforms: run
-    the kernels' Python code with it forced on (small images; pure Python is slow)."""
+    the kernels' Python code with it forced on (small images; pure Python is slow). The
+    compiled results are taken first: once the helpers are patched, a kernel compiled
+    afterwards would see Python functions (the test used to pass only after other tests)."""
+    cases = []
+    for shape, body in (((4, 300, 1), noise._impulse_gray_body),
+                        ((2, 200, 3), noise._impulse_elements_body)):
+        img = np.random.default_rng(1).integers(0, 256, shape, dtype=np.uint8)
+        cases.append((img, body.py_func, impulse(img, 0.17, 5)))
     monkeypatch.setattr(noise, "_LITTLE_ENDIAN", False)
     for name in ("_uniforms16", "_uniform_planes16", "_impulse_fix_elements",
                  "_impulse_fix_gray", "_impulse_exact", "_fast_cuts", "_impulse_pick",
@@ -119,11 +126,9 @@ def test_big_endian_branch_gives_same_stream(monkeypatch):
         monkeypatch.setattr(noise, name, getattr(noise, name).py_func)
     t1, f1, t2, f2 = impulse_cuts(0.17)
     with np.errstate(over="ignore"):
-        for shape, fn in (((4, 300, 1), noise._impulse_gray_body.py_func),
-                          ((2, 200, 3), noise._impulse_elements_body.py_func)):
-            img = np.random.default_rng(1).integers(0, 256, shape, dtype=np.uint8)
+        for img, fn, want in cases:
             out = fn(img, np.uint64(5), t1, np.uint64(f1), t2, np.uint64(f2))
-            assert np.array_equal(out, impulse(img, 0.17, 5))
+            assert np.array_equal(out, want)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -202,7 +202,9 @@ def alias_tables(noise: str, param: float, gray: bool = False) -> np.ndarray:
 
 @numba.njit(inline="always")
 def _splitmix(key, j):
-    z = key + (j + np.uint64(1)) * np.uint64(GAMMA)
+    # The casts: a Python-int key or j (the kernels' pure-Python forms) would make NumPy 1.x
+    # promote the sums to float64; compiled, both are already uint64.
+    z = np.uint64(key) + (np.uint64(j) + np.uint64(1)) * np.uint64(GAMMA)
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return z ^ (z >> np.uint64(31))
