@@ -478,10 +478,53 @@ void sum_runs(std::int32_t* t, const std::int32_t* const* hi, const std::int32_t
     for (; r < count; r += 2) add_run_pair_sums(t, hi[r], lo[r], hi[r + 1], lo[r + 1], n);
 }
 
-// acc[i] += v * t[i]
-MMC_CLONES void add_class(double* __restrict acc, const std::int32_t* __restrict t, double v,
-                          ptrdiff_t n) {
-    for (ptrdiff_t i = 0; i < n; ++i) acc[i] += v * static_cast<double>(t[i]);
+// acc[j] += sum over classes c (in order) of values[c] * t_c[j], t_c[j] the integer sum of
+// hi[r][j] - lo[r][j] over the runs r of class c (runs class_end[c - 1] .. class_end[c] - 1).
+// The same integer sums and the same sequence of double additions as summing each class's
+// runs into a row and then adding value * sum to acc, class by class (integer sums are exact,
+// so their order is free), but over blocks of 8 kFusedVecs samples whose sums stay in
+// registers instead of passing over the row once per run and once per class.
+constexpr int kFusedVecs = 4;  // 8-lane vectors per block: 32 samples
+typedef std::int32_t fused_i8 __attribute__((vector_size(32)));
+typedef std::int32_t fused_i4 __attribute__((vector_size(16)));
+typedef double fused_d4 __attribute__((vector_size(32)));
+MMC_CLONES void add_classes_fused(double* __restrict acc, const std::int32_t* const* hi,
+                                  const std::int32_t* const* lo, const ptrdiff_t* class_end,
+                                  const double* values, ptrdiff_t n_classes, ptrdiff_t n) {
+    constexpr ptrdiff_t kLanes = 8 * kFusedVecs;
+    ptrdiff_t j0 = 0;
+    for (; j0 + kLanes <= n; j0 += kLanes) {
+        fused_d4 a[2 * kFusedVecs];
+        std::memcpy(a, acc + j0, sizeof a);
+        ptrdiff_t r = 0;
+        for (ptrdiff_t c = 0; c < n_classes; ++c) {
+            fused_i8 t[kFusedVecs] = {};
+            for (; r < class_end[c]; ++r) {
+                for (int v = 0; v < kFusedVecs; ++v) {
+                    fused_i8 h, l;
+                    std::memcpy(&h, hi[r] + j0 + 8 * v, sizeof h);
+                    std::memcpy(&l, lo[r] + j0 + 8 * v, sizeof l);
+                    t[v] += h - l;
+                }
+            }
+            const fused_d4 val = {values[c], values[c], values[c], values[c]};
+            for (int v = 0; v < kFusedVecs; ++v) {
+                const fused_i4 t0 = __builtin_shufflevector(t[v], t[v], 0, 1, 2, 3);
+                const fused_i4 t1 = __builtin_shufflevector(t[v], t[v], 4, 5, 6, 7);
+                a[2 * v] += val * __builtin_convertvector(t0, fused_d4);
+                a[2 * v + 1] += val * __builtin_convertvector(t1, fused_d4);
+            }
+        }
+        std::memcpy(acc + j0, a, sizeof a);
+    }
+    for (ptrdiff_t j = j0; j < n; ++j) {
+        ptrdiff_t r = 0;
+        for (ptrdiff_t c = 0; c < n_classes; ++c) {
+            std::int32_t t = 0;
+            for (; r < class_end[c]; ++r) t += hi[r][j] - lo[r][j];
+            acc[j] += values[c] * static_cast<double>(t);
+        }
+    }
 }
 
 // out[j] = sum_b g[b] * t[j + b * stride], b ascending
@@ -534,15 +577,17 @@ void filter2d_impl(const uint8_t* src, uint8_t* dst, const Shape& s, const Filte
                            padded.data());
         prefix_row(padded.data(), wp, s.c, prefix(yp));
     };
-    // Run pointers into the prefix rows: run sums start at hi - lo.
-    std::vector<const std::int32_t*> hi, lo;
+    // Run pointers into the prefix rows: run sums start at hi - lo. The prefix row of each
+    // kernel row is looked up once per call (one modulo per row, not per run).
+    std::vector<const std::int32_t*> hi, lo, rows_of(static_cast<std::size_t>(fkh));
     auto runs_at = [&](const std::vector<Run>& runs, ptrdiff_t yp0, ptrdiff_t col0) {
-        hi.clear();
-        lo.clear();
-        for (const Run& r : runs) {
-            const std::int32_t* p = prefix(yp0 + r.row) + col0;
-            hi.push_back(p + r.j1 * s.c);
-            lo.push_back(p + r.j0 * s.c);
+        hi.resize(runs.size());
+        lo.resize(runs.size());
+        for (ptrdiff_t i = 0; i < fkh; ++i) rows_of[i] = prefix(yp0 + i) + col0;
+        for (std::size_t k = 0; k < runs.size(); ++k) {
+            const Run& r = runs[k];
+            hi[k] = rows_of[r.row] + r.j1 * s.c;
+            lo[k] = rows_of[r.row] + r.j0 * s.c;
         }
     };
     // Structured part: mask sums at extended output row yb (columns x + b, b in [0, gl)),
@@ -564,7 +609,15 @@ void filter2d_impl(const uint8_t* src, uint8_t* dst, const Shape& s, const Filte
         for (ptrdiff_t yb = -gl / 2; yb < gl / 2; ++yb) mask_row(yb);
     }
     std::vector<double> acc(static_cast<std::size_t>(row));
-    std::vector<std::int32_t> t(static_cast<std::size_t>(row));
+    // The classes' runs in one list (class c ends at class_end[c]) and their values.
+    std::vector<Run> all_runs;
+    std::vector<ptrdiff_t> class_end;
+    std::vector<double> values;
+    for (const TapClass& cls : plan.classes) {
+        all_runs.insert(all_runs.end(), cls.runs.begin(), cls.runs.end());
+        class_end.push_back(static_cast<ptrdiff_t>(all_runs.size()));
+        values.push_back(cls.value);
+    }
     for (ptrdiff_t y = 0; y < s.h; ++y) {
         fill(y + fkh - 1);
         if (structured) {
@@ -574,11 +627,9 @@ void filter2d_impl(const uint8_t* src, uint8_t* dst, const Shape& s, const Filte
         } else {
             std::fill(acc.begin(), acc.end(), 0.0);
         }
-        for (const TapClass& cls : plan.classes) {
-            runs_at(cls.runs, y, 0);
-            sum_runs(t.data(), hi.data(), lo.data(), static_cast<ptrdiff_t>(hi.size()), row);
-            add_class(acc.data(), t.data(), cls.value, row);
-        }
+        runs_at(all_runs, y, 0);
+        add_classes_fused(acc.data(), hi.data(), lo.data(), class_end.data(), values.data(),
+                          static_cast<ptrdiff_t>(values.size()), row);
         store_unit_interval(acc.data(), dst + y * row, row);
     }
 }
