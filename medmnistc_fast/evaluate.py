@@ -543,7 +543,8 @@ class RobustnessReport:
         write_text_atomic(dest, text)
         return dest
 
-    def to_markdown(self, digits: int = 4, path=None):
+    def to_markdown(self, digits: int = 4,
+                    path: Union[str, "os.PathLike[str]", None] = None) -> Union[str, Path]:
         """Return markdown tables: a summary, errors per corruption and severity, balanced accuracies.
 
         Parameters
@@ -552,7 +553,8 @@ class RobustnessReport:
             Decimal places (values are fractions, not percentages; 17 places show every digit
             of a double in [0, 1]).
         path : str or path-like, optional
-            Also write the text to this file, atomically as :meth:`to_json` does.
+            If given, the text is written there (atomically, as :meth:`to_json` writes)
+            and the path is returned instead of the text.
 
         Returns
         -------
@@ -606,7 +608,7 @@ class RobustnessReport:
             lines.append(f"| {_md_text(c)} | " + " | ".join(cells) + " |")
         return _text_or_file("\n".join(lines) + "\n", dest)
 
-    def to_csv(self, path=None):
+    def to_csv(self, path: Union[str, "os.PathLike[str]", None] = None) -> Union[str, Path]:
         """Return a long-format CSV of the per-severity numbers.
 
         Columns ``corruption,severity,error,balanced_accuracy``; the first row is ``clean`` with severity 0,
@@ -615,7 +617,8 @@ class RobustnessReport:
         Parameters
         ----------
         path : str or path-like, optional
-            Also write the text to this file, atomically as :meth:`to_json` does.
+            If given, the text is written there (atomically, as :meth:`to_json` writes)
+            and the path is returned instead of the text.
 
         Returns
         -------
