@@ -1786,6 +1786,9 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     RuntimeError
         A Dask worker runs another medmnistc_fast or other library versions
         (:func:`byte_environment`) than this process.
+    OSError
+        Writing fails (a full disk, a read-only folder); an error that names no file (ENOSPC)
+        names the output folder. Files finished before it stay complete, so a re-run resumes.
 
     Notes
     -----
@@ -1907,7 +1910,7 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
                        else exc.strerror or exc)
                 raise type(exc)(exc.errno, f"cannot create the output folder {run.dir!r} (out="
                                 f"{os.fspath(out)!r}): {why}") from None
-            with _dir_lock(run.dir):
+            with _dir_lock(run.dir), _naming_folder(run.dir):
                 try:
                     removed = _clean_temps(run.dir)
                     run.plan()
@@ -1946,6 +1949,18 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         if runner is not None:
             runner.close()
     return results
+
+
+@contextlib.contextmanager
+def _naming_folder(directory: str):
+    """Give an OSError that names no file (a write's ENOSPC or EIO, also from a worker) the
+    output folder it happened in: "[Errno 28] No space left on device" alone did not say where."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None and exc.errno is not None:
+            raise OSError(exc.errno, f"{exc.strerror}, writing in {directory}") from exc
+        raise
 
 
 @contextlib.contextmanager

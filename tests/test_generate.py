@@ -361,6 +361,33 @@ def test_library_versions_recorded_and_compared(root, tmp_path, monkeypatch):
     assert res[0]["skipped"] == ["pixelate"]
 
 
+def test_write_errors_name_the_output_folder(root, tmp_path, monkeypatch):
+    """A write error that names no file ("[Errno 28] No space left on device", also raised in a
+    worker) now says which output folder it happened in; errors naming a file are untouched."""
+    import errno
+
+    from medmnistc_fast import generate as gen
+
+    def full(self):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(gen._DatasetRun, "write_side_files", full)
+    with pytest.raises(OSError, match=r"No space left on device, writing in .*%s$"
+                       % re.escape(os.path.join("ref_out", GRAY_DS))) as info:
+        generate(GRAY_DS, tmp_path / "ref_out", root=root, size=SIZE, seed=SEED, workers=1,
+                 corruptions="pixelate")
+    assert info.value.errno == errno.ENOSPC
+
+    def missing(self):
+        raise FileNotFoundError(errno.ENOENT, "gone", "/some/file")
+
+    monkeypatch.setattr(gen._DatasetRun, "write_side_files", missing)
+    with pytest.raises(FileNotFoundError) as info:
+        generate(GRAY_DS, tmp_path / "other", root=root, size=SIZE, seed=SEED, workers=1,
+                 corruptions="pixelate")
+    assert info.value.filename == "/some/file" and info.value.strerror == "gone"
+
+
 def test_dask_workers_must_match_versions():
     from medmnistc_fast import generate as gen
 
