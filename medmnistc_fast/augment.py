@@ -1036,9 +1036,11 @@ class AugmentedDataset:
     ------
     TypeError
         ``augment`` not an :class:`AugMedMNISTC`; ``dataset`` without ``len()`` or indexing;
-        ``transform`` not callable; ``epoch`` not an int. Indexing raises IndexError beyond
-        ``len(dataset)`` and TypeError / ValueError for a non-int or negative index or epoch
-        (0-d integer arrays and tensors count as ints).
+        ``transform`` not callable; ``epoch`` not an int. Indexing raises IndexError outside
+        ``-len(dataset)..len(dataset) - 1``, TypeError for a non-int index or epoch (0-d
+        integer arrays and tensors count as ints) and ValueError for a negative epoch. A
+        negative index counts from the end, as in a sequence (``dataset[-1]`` is
+        ``dataset[len - 1]``, keyed by ``len - 1``).
     ValueError
         Negative ``epoch``.
 
@@ -1081,12 +1083,18 @@ class AugmentedDataset:
     def __getitem__(self, item):
         """``(augmented image, *rest)`` for ``item = i`` or ``item = (i, epoch)``."""
         if isinstance(item, tuple) and len(item) == 2:
-            index = check_nonneg_int(_scalar(item[0]), "index")
-            epoch = check_nonneg_int(_scalar(item[1]), "epoch")
+            index, epoch = _scalar(item[0]), check_nonneg_int(_scalar(item[1]), "epoch")
         else:
-            index, epoch = check_nonneg_int(_scalar(item), "index"), self.epoch
-        if index >= len(self.dataset):
-            raise IndexError(f"index {index} out of range for a dataset of {len(self.dataset)}")
+            index, epoch = _scalar(item), self.epoch
+        n = len(self.dataset)
+        if not _is_int(index):
+            raise TypeError(f"index must be an int in -{n}..{n - 1} (or a 0-d integer array or "
+                            f"tensor); got {index!r} ({type(index).__name__})")
+        index = int(index)
+        if not -n <= index < n:
+            raise IndexError(f"index {index} out of range for a dataset of {n}")
+        if index < 0:
+            index += n
         sample = self.dataset[index]
         is_tuple = isinstance(sample, tuple)
         image = sample[0] if is_tuple else sample

@@ -693,9 +693,10 @@ def test_augmented_dataset_tuples_and_transform():
         AugmentedDataset(data, lambda im: im)
 
 
-def test_augmented_dataset_takes_zero_d_integer_indices():
+def test_augmented_dataset_takes_zero_d_and_negative_indices():
     """A 0-d integer array or tensor is an index (it used to be a TypeError, though EpochSampler
-    accepted it); 0-d floats and bools stay TypeErrors, as plain ones are."""
+    accepted it); 0-d floats and bools stay TypeErrors, as plain ones are. A negative index
+    counts from the end (it used to be a ValueError, while CorruptedSet[-1] worked)."""
     torch = pytest.importorskip("torch")
     data = [_image(16, True, seed=i) for i in range(3)]
     ds = AugmentedDataset(data, AugMedMNISTC("pathmnist", seed=0), epoch=1)
@@ -704,13 +705,19 @@ def test_augmented_dataset_takes_zero_d_integer_indices():
                  (np.array(2), 1)):
         assert np.array_equal(ds[item], want), item
     assert not np.array_equal(ds[(2, np.array(0))], want)  # the epoch is read too
-    for item in (np.array(2.0), torch.tensor(2.0), torch.tensor(True), np.array(True)):
-        with pytest.raises(TypeError, match="index must be a non-negative int"):
+    for item in (np.array(2.0), torch.tensor(2.0), torch.tensor(True), np.array(True), 2.0,
+                 True, "2"):
+        with pytest.raises(TypeError, match=r"index must be an int in -3\.\.2"):
             ds[item]
     with pytest.raises(TypeError, match="epoch must be a non-negative int"):
         ds[(2, torch.tensor(1.0))]
-    with pytest.raises(ValueError, match="index must be a non-negative int"):
-        ds[torch.tensor(-1)]
+    # Negative indices count from the end, as in a sequence, and are keyed by the positive one.
+    for item in (-1, torch.tensor(-1), np.int8(-1), (-1, 1)):
+        assert np.array_equal(ds[item], want), item
+    assert np.array_equal(ds[-3], ds[0])
+    for item in (-4, 3, (torch.tensor(-4), 0)):
+        with pytest.raises(IndexError, match=r"out of range for a dataset of 3$"):
+            ds[item]
 
 
 def test_warm_up_leaves_streams_alone():
