@@ -121,8 +121,8 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="deflate npz members (zlib level 1, in the workers) / compress zarr "
                         "chunks; default: stored, the fastest")
     g.add_argument("--chunk-size", type=_positive_int, default=None, metavar="ROWS",
-                   help="images per task and zarr chunk (default: about 8 MiB of images, "
-                        "16..1024 rows)")
+                   help="images per task and zarr chunk, at most 1 GiB of images (default: "
+                        "about 8 MiB of images, 16..1024 rows)")
     g.add_argument("--overwrite", action="store_true",
                    help="replace outputs made with other parameters")
 

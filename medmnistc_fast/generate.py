@@ -1316,6 +1316,12 @@ class _DatasetRun:
         self.manifest_path = os.path.join(self.dir, MANIFEST)
         self.params = _params(inp, seed, fmt, compress)
         per = int(np.prod(inp.image_shape))
+        if chunk_size is not None and chunk_size * per > _INFLIGHT_BYTES:
+            # Up to 2 x workers + 1 chunks are in flight: a larger one would void the bound on
+            # memory (and one chunk alone could exhaust it).
+            raise ValueError(f"chunk_size must be at most {_INFLIGHT_BYTES // per} rows for "
+                             f"{inp.dataset}'s {per:,}-byte images ({_INFLIGHT_BYTES >> 20} MiB "
+                             f"a chunk); got {chunk_size}")
         self.chunk = chunk_size if chunk_size is not None else _default_chunk(per)
         self.overwrite = overwrite
         self.files = {}
@@ -1742,8 +1748,9 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         npz: deflate (zlib level 1) members in the workers; zarr: zarr's default compressor.
         Default False (stored; see the module notes for the measurements behind it).
     chunk_size : int >= 1, optional
-        Rows per task (and zarr chunk rows). Default: about 8 MiB of images, clamped to
-        16..1024 rows. Output bytes of npz files do not depend on it.
+        Rows per task (and zarr chunk rows), at most 1 GiB of images (7,133 rows at 224 px
+        RGB). Default: about 8 MiB of images, clamped to 16..1024 rows. Output bytes of npz
+        files do not depend on it.
     overwrite : bool
         Replace outputs made with other parameters or without a manifest. The manifest is then
         started afresh: files of the earlier run that are not regenerated stay on disk but are
@@ -1766,8 +1773,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         that does not exist.
     ValueError
         Unknown dataset, corruption or severity; an empty ``out`` or ``scheduler``; more than
-        one input; ``seed`` negative, ``sample_n`` or ``chunk_size`` below 1, ``size`` below 8
-        (above 4096 for the sample) or given with ``folder`` / ``images``, ``workers`` outside
+        one input; ``seed`` negative, ``sample_n`` or ``chunk_size`` below 1, ``chunk_size``
+        over 1 GiB of images, ``size`` below 8 (above 4096 for the sample) or given with ``folder`` / ``images``, ``workers`` outside
         1..1024 or given with ``scheduler``; unknown ``split`` or ``fmt``; a damaged or
         malformed input (not a zip, missing arrays, wrong dtype or shape, CRC error; for a
         folder, see ``folder``); outputs made with other parameters without ``overwrite``;

@@ -388,6 +388,22 @@ def test_write_errors_name_the_output_folder(root, tmp_path, monkeypatch):
     assert info.value.filename == "/some/file" and info.value.strerror == "gone"
 
 
+def test_chunk_size_bounded_by_memory(root, tmp_path):
+    """A chunk over 1 GiB of images is refused before anything is written (it voided the bound
+    on memory: up to 2 x workers + 1 chunks are in flight); 1 GiB exactly is accepted."""
+    per = SIZE * SIZE  # gray images
+    most = (1 << 30) // per
+    with pytest.raises(ValueError, match=r"chunk_size must be at most %d rows for %s's %s-byte "
+                                         r"images \(1024 MiB a chunk\); got %d$"
+                       % (most, GRAY_DS, f"{per:,}", most + 1)):
+        generate(GRAY_DS, tmp_path / "x", root=root, size=SIZE, seed=SEED, workers=1,
+                 corruptions="pixelate", chunk_size=most + 1)
+    assert not (tmp_path / "x").exists()
+    res = generate(GRAY_DS, tmp_path / "y", root=root, size=SIZE, seed=SEED, workers=1,
+                   corruptions="pixelate", chunk_size=most)
+    assert res[0]["written"] == ["pixelate"]
+
+
 def test_dask_workers_must_match_versions():
     from medmnistc_fast import generate as gen
 
