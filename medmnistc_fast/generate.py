@@ -1774,12 +1774,12 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     ValueError
         Unknown dataset, corruption or severity; an empty ``out`` or ``scheduler``; more than
         one input; ``seed`` negative, ``sample_n`` or ``chunk_size`` below 1, ``chunk_size``
-        over 1 GiB of images, ``size`` below 8 (above 4096 for the sample) or given with ``folder`` / ``images``, ``workers`` outside
-        1..1024 or given with ``scheduler``; unknown ``split`` or ``fmt``; a damaged or
-        malformed input (not a zip, missing arrays, wrong dtype or shape, CRC error; for a
-        folder, see ``folder``); outputs made with other parameters without ``overwrite``;
-        ``workers`` > 1 from a script read from standard input. Inputs are all checked before
-        anything is written.
+        over 1 GiB of images, ``size`` below 8 (above 4096 for the sample) or given with
+        ``folder`` / ``images``, ``workers`` outside 1..1024 or given with ``scheduler``;
+        unknown ``split`` or ``fmt``; a damaged or malformed input (not a zip, missing arrays,
+        wrong dtype or shape, CRC error; for a folder, see ``folder``); outputs made with other
+        parameters without ``overwrite``; ``workers`` > 1 from a script read from standard
+        input. Inputs are all checked before anything is written.
     TypeError
         Arguments of the wrong type (``dataset`` None or not a str or sequence of str; a
         mapping as ``dataset``, ``corruptions`` or ``severities``;
