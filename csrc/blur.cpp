@@ -578,7 +578,7 @@ void filter2d_impl(const uint8_t* src, uint8_t* dst, const Shape& s, const Filte
         prefix_row(padded.data(), wp, s.c, prefix(yp));
     };
     // Run pointers into the prefix rows: run sums start at hi - lo. The prefix row of each
-    // kernel row is looked up once per call (one modulo per row, not per run).
+    // kernel row is looked up once per output row (one modulo per kernel row, not per run).
     std::vector<const std::int32_t*> hi, lo, rows_of(static_cast<std::size_t>(fkh));
     auto runs_at = [&](const std::vector<Run>& runs, ptrdiff_t yp0, ptrdiff_t col0) {
         hi.resize(runs.size());
@@ -1126,7 +1126,8 @@ struct DiskScratch {
 
 // The one scratch of the calling thread, shared by every variant and plan kind of the disk
 // filter: one padded copy of the image and one set of rings whatever the level, so that a run
-// alternating between kernels keeps a single copy of each in cache.
+// alternating between kernels keeps a single copy of each in cache. disk_filter_planes holds
+// `planes` across its calls of the body, which must therefore never resize that member.
 DiskScratch& disk_scratch() {
     static thread_local DiskScratch scratch;
     return scratch;

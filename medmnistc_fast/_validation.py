@@ -181,8 +181,8 @@ def check_positive(value, name: str, *, integer: bool = False, upper=None, inclu
                    lower=None):
     """Check a physical parameter of the functional layer: a finite number > 0 (optionally <= upper).
 
-    With ``lower`` (and ``upper``), the number must lie in ``[lower, upper]`` instead, and every
-    out-of-range value (0, negatives and non-finite values included) gets that one message.
+    With ``lower``, the number must lie in ``[lower, upper]`` instead (``upper`` None: no upper
+    bound), and every out-of-range value (0, negatives and NaN included) gets that one message.
     """
     ok_type = _is_int(value) if integer else (
         isinstance(value, (numbers.Real, np.floating, np.integer)) and not isinstance(value, bool))
@@ -191,8 +191,9 @@ def check_positive(value, name: str, *, integer: bool = False, upper=None, inclu
         raise TypeError(f"{name} must be {kind}; got {value!r} ({type(value).__name__})")
     v = to_float(value)
     if lower is not None:
-        if not lower <= v <= upper:  # also rejects NaN
-            raise ValueError(f"{name} must be in [{lower:g}, {upper:g}]; got {value!r}")
+        hi = math.inf if upper is None else upper
+        if not lower <= v <= hi:  # also rejects NaN
+            raise ValueError(f"{name} must be in [{lower:g}, {hi:g}]; got {value!r}")
         return v
     if not np.isfinite(v) or v <= 0 or (upper is not None and (v > upper if inclusive_upper else v >= upper)):
         bound = "" if upper is None else f" and {'<=' if inclusive_upper else '<'} {upper}"

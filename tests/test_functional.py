@@ -236,3 +236,14 @@ def test_characters_with_no_words_returns_the_image():
         assert np.array_equal(out, x) and out is not x
     with pytest.raises(ValueError, match="colors"):
         F.characters(x, ["ab"], [1], [10], [])  # one word needs one colour
+
+
+def test_check_positive_lower_bound_without_upper():
+    """``lower`` alone is a half-open range [lower, inf] (it used to compare with None)."""
+    from medmnistc_fast._validation import check_positive
+
+    assert check_positive(2, "x", lower=0.5) == 2.0
+    assert check_positive(float("inf"), "x", lower=0.5) == float("inf")
+    for bad in (0.25, float("nan"), -1):
+        with pytest.raises(ValueError, match=r"^x must be in \[0.5, inf\]; got "):
+            check_positive(bad, "x", lower=0.5)
