@@ -213,20 +213,19 @@ def test_public_equals_kernel_with_sampled_values(corruption, rgb224):
                           mf.corrupt(rgb224[1], corruption, 4, dataset=dataset, seed=21, index=3))
 
 
-def test_gaussian_blur_kernel_scales_half_width_rounded_half_up():
-    # At 112 px (scale 1/2) the half width (k - 1) / 2 of chestmnist's kernels 3, 5, 7, 9, 11 is
-    # 0.5, 1, 1.5, 2, 2.5 -> rounded half up 1, 1, 2, 2, 3 -> sizes 3, 3, 5, 5, 7; sigma is
-    # torchvision's default 0.3 ((k - 1) / 2 - 1) + 0.8 = .8, 1.1, 1.4, 1.7, 2.0, times 1/2.
-    want_sizes = [3, 3, 5, 5, 7]
-    want_sigmas = [0.4, 0.55, 0.7, 0.85, 1.0]
+def test_gaussian_blur_samples_table_kernel_and_scale():
+    # The sampled values are the table's kernel size, torchvision's default sigma
+    # 0.3 ((k - 1) / 2 - 1) + 0.8 = .8, 1.1, 1.4, 1.7, 2.0 for chestmnist's 3, 5, 7, 9, 11, and
+    # the image's scale min(H, W) / 224; the kernel carries them to the image's grid
+    # (blur.scaled_gaussian_kernel1d, tested in tests/test_scaling.py).
+    want_sigmas = [0.8, 1.1, 1.4, 1.7, 2.0]
     for s in range(1, 6):
         kind, param, base, ctx = _plan("chestmnist", "gaussian_blur", s, 0)
-        values = sample_values(kind, param, ctx, (112, 150, 3), rng.image_keys(base, 0))
-        assert values["kernel_size"] == want_sizes[s - 1]
-        assert values["sigma"] == pytest.approx(want_sigmas[s - 1], rel=1e-12)
-        # at 224 px the table's kernel itself
-        values = sample_values(kind, param, ctx, (224, 224, 3), rng.image_keys(base, 0))
-        assert values["kernel_size"] == 2 * s + 1
+        for shape, scale in (((112, 150, 3), 0.5), ((224, 224, 3), 1.0)):
+            values = sample_values(kind, param, ctx, shape, rng.image_keys(base, 0))
+            assert values["kernel_size"] == 2 * s + 1
+            assert values["sigma"] == pytest.approx(want_sigmas[s - 1], rel=1e-12)
+            assert values["scale"] == scale
 
 
 def test_motion_angle_uniform_on_plus_minus_45():

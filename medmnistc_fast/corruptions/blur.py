@@ -21,7 +21,8 @@ from ..rng import generator
 from ._spec import Kind
 
 __all__ = ["DEFOCUS_BLUR", "MOTION_BLUR", "ZOOM_BLUR", "GAUSSIAN_BLUR", "defocus_kernel",
-           "scaled_defocus_kernel", "motion_taps", "gaussian_kernel1d"]
+           "scaled_defocus_kernel", "motion_taps", "gaussian_kernel1d",
+           "scaled_gaussian_kernel1d"]
 
 #: Half width (pixels at 224 px) of the reference's defocus kernel grid when radius <= 8.
 _DEFOCUS_HALF = 8
@@ -171,21 +172,58 @@ def _area_resampling(n_src: int, scale: float) -> np.ndarray:
     return np.clip(hi - lo, 0.0, None)
 
 
+def _second_moment(weights: np.ndarray) -> float:
+    """Variance of a symmetric 1-D kernel of odd length centred on its middle tap (pixels^2)."""
+    h = (weights.shape[0] - 1) // 2
+    x = np.arange(-h, h + 1, dtype=np.float64)
+    return float((weights * x * x).sum() / weights.sum())
+
+
+def _scaling_operator(profile: np.ndarray, scale: float) -> np.ndarray:
+    """(n_dst, n_src) matrix taking a symmetric 224 px kernel profile to the scaled grid.
+
+    First area resampling (:func:`_area_resampling`): the kernel as a piecewise-constant
+    function on unit cells, integrated over cells of width ``1 / scale``. Where that leaves the
+    profile's variance below ``scale**2`` times the original's (kernels narrower than a pixel of
+    the new grid collapse onto the centre tap), the result is convolved with the 3-tap kernel
+    ``(a, 1 - 2a, a)``, ``2a`` being the shortfall in pixels^2, so that the blur keeps its
+    second moment (its effect on low spatial frequencies) instead of vanishing. Columns sum to
+    1: the kernel's sum is kept.
+    """
+    m = _area_resampling(profile.shape[0], scale)
+    moved = m @ profile
+    shortfall = scale * scale * _second_moment(profile) - _second_moment(moved)
+    if shortfall <= 0.0:
+        return m
+    a = 0.5 * shortfall
+    padded = np.pad(m, ((1, 1), (0, 0)))
+    op = (1.0 - 2.0 * a) * padded
+    op[:-2] += a * m
+    op[2:] += a * m
+    return op
+
+
 @lru_cache(maxsize=256)
 def scaled_defocus_kernel(radius: float, alias_sigma: float, scale: float) -> np.ndarray:
-    """:func:`defocus_kernel` at 224 px, resampled by area to an image ``scale`` times as large.
+    """:func:`defocus_kernel` at 224 px, carried to an image ``scale`` times as large.
 
-    The kernel is treated as a piecewise-constant point-spread function and integrated over
-    the pixels of the scaled grid (``M K M^T`` with ``M`` the overlap lengths), then rescaled
-    to keep the reference kernel's sum. At ``scale == 1`` it is the reference kernel exactly, so
-    sub-pixel radii at small sizes still blur by the right amount (a thresholded disk of radius
-    0.3 px would be a single pixel).
+    ``L K L^T`` with ``L`` from :func:`_scaling_operator`: the kernel integrated over the
+    pixels of the scaled grid (area resampling), then, if that lost part of its variance
+    (``scale**2`` times the reference kernel's along each axis), widened by the 3-tap kernel
+    that restores it; rescaled to the reference kernel's sum. At ``scale == 1`` it is the
+    reference kernel exactly; a disk of radius 0.3 px at 28 px still blurs, by the amount its
+    variance gives, where a thresholded disk (or plain area resampling) would leave one pixel.
+
+    Returns
+    -------
+    ndarray, shape (n, n), n odd, float32, read-only
     """
     k = defocus_kernel(radius, alias_sigma)
     if scale == 1.0:
         return k
-    m = _area_resampling(k.shape[0], scale)
-    out = m @ k.astype(np.float64) @ m.T
+    k64 = k.astype(np.float64)
+    op = _scaling_operator(k64.sum(axis=1), scale)  # the disk is symmetric: rows = columns
+    out = op @ k64 @ op.T
     out *= float(k.sum(dtype=np.float64)) / out.sum()
     out = np.ascontiguousarray(out, dtype=np.float32)
     out.setflags(write=False)
@@ -269,16 +307,38 @@ def gaussian_kernel1d(kernel_size: int, sigma: float) -> np.ndarray:
     return k
 
 
+@lru_cache(maxsize=256)
+def scaled_gaussian_kernel1d(kernel_size: int, sigma: float, scale: float) -> np.ndarray:
+    """:func:`gaussian_kernel1d` at 224 px, carried to an image ``scale`` times as large.
+
+    The rule of :func:`scaled_defocus_kernel` on one axis (the blur is separable): area
+    resampling, then the 3-tap widening that keeps ``scale**2`` times the kernel's variance.
+    At ``scale == 1`` it is :func:`gaussian_kernel1d` exactly; at 28 px the table's kernels
+    (sigma 0.8-2.0 px at 224) keep a blur of sigma 0.1-0.25 px instead of none.
+
+    Returns
+    -------
+    ndarray, shape (n,), n odd, float32, read-only
+    """
+    k = gaussian_kernel1d(kernel_size, sigma)
+    if scale == 1.0:
+        return k
+    k64 = k.astype(np.float64)
+    out = _scaling_operator(k64, scale) @ k64
+    out = (out / out.sum()).astype(np.float32)
+    out.setflags(write=False)
+    return out
+
+
 def _sample_gaussian(param, ctx) -> dict:
     k = int(param)
     sigma = 0.3 * ((k - 1) * 0.5 - 1) + 0.8  # torchvision's default sigma for kernel size k
-    s = ctx.scale
-    # Half width scaled and rounded half up; 224 px gives k itself.
-    return {"kernel_size": 2 * math.floor((k - 1) / 2 * s + 0.5) + 1, "sigma": sigma * s}
+    return {"kernel_size": k, "sigma": sigma, "scale": ctx.scale}
 
 
-def _gaussian_kernel(image, *, kernel_size, sigma):
-    return _native.gaussian_blur(image, gaussian_kernel1d(int(kernel_size), float(sigma)))
+def _gaussian_kernel(image, *, kernel_size, sigma, scale=1.0):
+    taps = scaled_gaussian_kernel1d(int(kernel_size), float(sigma), float(scale))
+    return _native.gaussian_blur(image, taps)
 
 
 DEFOCUS_BLUR = Kind("defocus_blur", _sample_defocus, _defocus_kernel, random=False)

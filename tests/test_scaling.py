@@ -1,0 +1,113 @@
+"""Blur kernels at sizes other than the reference's: the documented rule of
+``blur.scaled_defocus_kernel`` and ``blur.scaled_gaussian_kernel1d`` (area resampling, then a
+3-tap widening that keeps scale**2 times the kernel's variance)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import medmnistc_fast as mf
+from medmnistc_fast.corruptions import blur
+from medmnistc_fast.registry import TABLES
+
+DEFOCUS = sorted({tuple(map(float, p)) for d in TABLES if "defocus_blur" in TABLES[d]
+                  for p in TABLES[d]["defocus_blur"]})
+GAUSS = sorted({int(k) for d in TABLES if "gaussian_blur" in TABLES[d]
+                for k in TABLES[d]["gaussian_blur"]})
+SCALES = [8 / 224, 11 / 96, 28 / 224, 28 / 96, 64 / 224, 0.5, 128 / 224, 0.9, 1.5, 2.0]
+
+
+def torchvision_sigma(k):
+    return 0.3 * ((k - 1) * 0.5 - 1) + 0.8
+
+
+def variance_1d(w):
+    w = np.asarray(w, np.float64)
+    x = np.arange(w.shape[0]) - (w.shape[0] - 1) / 2
+    return float((w * x * x).sum() / w.sum())
+
+
+def test_gaussian_at_28px_hand_computed():
+    # torchvision's 3-tap kernel for sigma 0.8 is (p, 1 - 2p, p), p = e / (1 + 2e) with
+    # e = exp(-1 / (2 * 0.64)); its variance is 2p. At scale 1/8 the three 224 px cells fall in
+    # one cell of the new grid (variance 0), so the widening (a, 1 - 2a, a) takes
+    # 2a = 2p / 64: a = p / 64.
+    e = math.exp(-1 / (2 * 0.8 * 0.8))
+    p = e / (1 + 2 * e)
+    got = blur.scaled_gaussian_kernel1d(3, 0.8, 1 / 8)
+    assert got.dtype == np.float32 and got.shape == (3,)
+    np.testing.assert_allclose(got, [p / 64, 1 - p / 32, p / 64], rtol=2e-6)
+
+
+def test_scale_one_is_the_reference_kernel():
+    for radius, alias in DEFOCUS:
+        assert blur.scaled_defocus_kernel(radius, alias, 1.0) is blur.defocus_kernel(radius, alias)
+    for k in GAUSS:
+        s = torchvision_sigma(k)
+        assert blur.scaled_gaussian_kernel1d(k, s, 1.0) is blur.gaussian_kernel1d(k, s)
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_defocus_kernels_keep_sum_symmetry_and_variance(scale):
+    for radius, alias in DEFOCUS:
+        ref = blur.defocus_kernel(radius, alias).astype(np.float64)
+        got = blur.scaled_defocus_kernel(radius, alias, scale).astype(np.float64)
+        assert got.shape[0] % 2 == 1 and got.shape[0] == got.shape[1]
+        assert (got >= 0).all()
+        np.testing.assert_allclose(got, got.T, atol=1e-7)
+        np.testing.assert_allclose(got, got[::-1, ::-1], atol=1e-7)
+        assert got.sum() == pytest.approx(ref.sum(), rel=1e-6)
+        # never less than the scaled variance: a blur never vanishes
+        want = scale * scale * variance_1d(ref.sum(axis=1))
+        assert variance_1d(got.sum(axis=1)) >= want * (1 - 1e-6), (radius, alias)
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_gaussian_kernels_keep_sum_symmetry_and_variance(scale):
+    for k in GAUSS:
+        ref = blur.gaussian_kernel1d(k, torchvision_sigma(k)).astype(np.float64)
+        got = blur.scaled_gaussian_kernel1d(k, torchvision_sigma(k), scale).astype(np.float64)
+        assert got.shape[0] % 2 == 1 and (got >= 0).all()
+        np.testing.assert_allclose(got, got[::-1], atol=1e-7)
+        assert got.sum() == pytest.approx(1.0, rel=1e-6)
+        assert variance_1d(got) >= scale * scale * variance_1d(ref) * (1 - 1e-6), k
+
+
+def test_sub_pixel_blurs_get_exactly_the_scaled_variance():
+    # octmnist's defocus disks (radius 0.5-2.5 px at 224) and chestmnist's Gaussians lie inside
+    # one pixel of the 28 px grid: area resampling alone gives a single tap (variance 0), so the
+    # widening supplies all of it.
+    s = 28 / 224
+    for radius, alias in (tuple(map(float, p)) for p in TABLES["octmnist"]["defocus_blur"]):
+        ref = blur.defocus_kernel(radius, alias).astype(np.float64)
+        got = blur.scaled_defocus_kernel(radius, alias, s).astype(np.float64)
+        assert variance_1d(got.sum(axis=1)) == pytest.approx(
+            s * s * variance_1d(ref.sum(axis=1)), rel=1e-5)
+    for k in (3, 5, 7):
+        ref = blur.gaussian_kernel1d(k, torchvision_sigma(k))
+        got = blur.scaled_gaussian_kernel1d(k, torchvision_sigma(k), s)
+        assert variance_1d(got) == pytest.approx(s * s * variance_1d(ref), rel=1e-5)
+
+
+def checkerboard(size, channels):
+    board = (np.indices((size, size)).sum(axis=0) % 2 * 255).astype(np.uint8)
+    return board if channels == 1 else np.repeat(board[:, :, None], 3, axis=2)
+
+
+@pytest.mark.parametrize("size", [28, 64])
+def test_no_blur_vanishes_at_small_sizes(size):
+    # Every level of every dataset's defocus and Gaussian blur changes a checkerboard (the
+    # previous rule left chestmnist's Gaussian blur and octmnist's defocus as the identity at
+    # 28 px). At 8 px chestmnist level 1 (sigma 0.03 px) moves no pixel by half a level.
+    for dataset in mf.DATASETS:
+        for corruption in ("defocus_blur", "gaussian_blur"):
+            if corruption not in TABLES[dataset]:
+                continue
+            img = checkerboard(size, 3 if dataset in ("pathmnist", "bloodmnist", "dermamnist",
+                                                      "retinamnist") else 1)
+            for level in range(1, 6):
+                out = mf.corrupt(img, corruption, level, dataset=dataset)
+                change = np.abs(out.astype(int) - img).mean()
+                assert change > 0, (dataset, corruption, level, size)
