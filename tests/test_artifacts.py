@@ -19,6 +19,7 @@ venv; the tests never regenerate them.
 from __future__ import annotations
 
 import hashlib
+import math
 import importlib.util
 import json
 import pathlib
@@ -200,8 +201,34 @@ def test_stain_scaled_side_and_margin_round_half_up():
 # bubble
 # ------------------------------------------------------------------------------------------
 
+def _fine_bubble_alpha(shape, v, f):
+    """The documented supersampled alpha for an integer factor f, written independently: the
+    rim then the body of each bubble drawn by Pillow's ``ellipse`` (alpha 130, then 100,
+    overwriting) on an L canvas f times the image, centred on the fine pixel
+    ``floor((x + 0.5) f)``; each image pixel's f x f block averaged, rounded half up."""
+    h, w = shape[:2]
+    canvas = Image.new("L", (w * f, h * f), 0)
+    draw = ImageDraw.Draw(canvas)
+    for x, y, ri, ro in zip(v["x"].tolist(), v["y"].tolist(), v["inner"].tolist(),
+                            v["outer"].tolist()):
+        cx, cy = (2 * x + 1) * f // 2, (2 * y + 1) * f // 2
+        draw.ellipse((cx - ro, cy - ro, cx + ro, cy + ro), fill=130)
+        if ri > 0:
+            draw.ellipse((cx - ri, cy - ri, cx + ri, cy + ri), fill=100)
+    total = np.asarray(canvas, np.int64).reshape(h, f, w, f).sum(axis=(1, 3))
+    return (2 * total + f * f) // (2 * f * f)
+
+
 def _pillow_bubbles(image, v):
     """The reference's drawing and paste, with our sampled values (axes not swapped)."""
+    if v.get("supersample", 1.0) != 1.0:
+        f = int(round(v["supersample"]))
+        assert f == v["supersample"]
+        a = _fine_bubble_alpha(image.shape, v, f)[:, :, None]
+        rgb = np.ascontiguousarray(to_rgb(image)).astype(np.int64)
+        t = rgb * (255 - a) + 255 * a + 128
+        out = (((t >> 8) + t) >> 8).astype(np.uint8)
+        return to_gray(out) if image.shape[2] == 1 else out
     base = Image.fromarray(np.ascontiguousarray(to_rgb(image)))
     layer = Image.new("RGBA", base.size, (255, 255, 255, 0))
     draw = ImageDraw.Draw(layer)
@@ -215,14 +242,73 @@ def _pillow_bubbles(image, v):
     return to_gray(out) if image.shape[2] == 1 else out
 
 
-@pytest.mark.parametrize("shape", [(224, 224, 3), (224, 224, 1), (28, 28, 3), (37, 91, 3),
-                                   (91, 37, 1), (64, 64, 3), (8, 8, 3)])
+@pytest.mark.parametrize("shape", [(224, 224, 3), (224, 224, 1), (300, 250, 3), (28, 28, 3),
+                                   (28, 28, 1), (112, 150, 3), (32, 40, 3), (8, 8, 3)])
 def test_bubble_bit_exact_with_pillow(shape):
+    # 224 px and larger: the reference's drawing itself; smaller (factors 8, 2, 7, 28): the
+    # supersampled drawing of the 224 px bubbles
     img = np.random.default_rng(5).integers(0, 256, shape, dtype=np.uint8)
     for severity in range(1, 6):
         for key in _keys("pathmnist", "bubble", severity, 8):
             out, v = _run("bubble", "pathmnist", severity, img, key)
             assert np.array_equal(out, _pillow_bubbles(img, v))
+
+
+@pytest.mark.parametrize("shape", [(37, 91, 3), (91, 37, 1), (64, 64, 3), (100, 130, 3)])
+def test_bubble_supersampled_at_fractional_factors(shape):
+    # 224 / 37, 224 / 64, 224 / 100: the image pixels' cells cut fine pixels. The integer
+    # weights must give the exact overlap-weighted mean of the fine layer within one unit
+    # (independent float computation of the overlaps below), so the result within one level.
+    img = np.random.default_rng(5).integers(0, 256, shape, dtype=np.uint8)
+    h, w = shape[:2]
+    for severity in (1, 5):
+        for key in _keys("pathmnist", "bubble", severity, 4):
+            out, v = _run("bubble", "pathmnist", severity, img, key)
+            f = v["supersample"]
+            assert f == 224 / min(h, w)
+            fh, fw = math.ceil(h * f), math.ceil(w * f)
+            canvas = Image.new("L", (fw, fh), 0)
+            draw = ImageDraw.Draw(canvas)
+            for x, y, ri, ro in zip(v["x"].tolist(), v["y"].tolist(), v["inner"].tolist(),
+                                    v["outer"].tolist()):
+                cx, cy = math.floor((x + 0.5) * f), math.floor((y + 0.5) * f)
+                draw.ellipse((cx - ro, cy - ro, cx + ro, cy + ro), fill=130)
+                draw.ellipse((cx - ri, cy - ri, cx + ri, cy + ri), fill=100)
+            layer = np.asarray(canvas, np.float64)
+
+            def overlaps(n, m):
+                return np.array([[max(0.0, min(r + 1, (i + 1) * f) - max(r, i * f))
+                                  for r in range(m)] for i in range(n)])
+
+            alpha = overlaps(h, fh) @ layer @ overlaps(w, fw).T / (f * f)
+            a = np.floor(alpha + 0.5)[:, :, None]
+            rgb = img.astype(np.float64) if shape[2] == 3 else img.astype(np.float64)
+            want = np.floor((rgb * (255 - a) + 255 * a) / 255 + 0.5)
+            assert np.abs(out.astype(int) - want).max() <= 1
+
+
+def test_bubble_share_does_not_depend_on_size():
+    # Drawing the 224 px bubbles on a finer grid and averaging keeps their alpha per unit of
+    # image area, so on a flat image the mean change matches 224 px (the rounding to integer
+    # radii and pixels aside). Scaled radii, with the 2 px rim rounded up to at least 1 px, gave
+    # 1.4-1.8 times as much at 28 and 64 px.
+    def mean_change(size, severity):
+        img = np.full((size, size, 3), 100, np.uint8)
+        return np.mean([np.abs(_run("bubble", "pathmnist", severity, img, key)[0].astype(int)
+                               - 100).mean()
+                        for key in _keys("pathmnist", "bubble", severity, 100)])
+
+    for severity in (1, 5):
+        at_224 = mean_change(224, severity)
+        for size in (28, 64, 128):
+            assert mean_change(size, severity) == pytest.approx(at_224, rel=0.1), (size, severity)
+
+
+@pytest.mark.parametrize("bad", [0.5, float("nan"), float("inf")])
+def test_bubble_rejects_bad_supersample(bad):
+    img = np.zeros((20, 20, 3), np.uint8)
+    with pytest.raises(ValueError, match="supersample must be a finite number >= 1"):
+        A.bubble_kernel(img, [5], [5], [3], [5], supersample=bad)
 
 
 def test_bubble_edges_and_overlaps_bit_exact_with_pillow():
@@ -286,8 +372,42 @@ def test_characters_draws_at_224():
                 assert size in ((4.7,) if scale < 0.17 else (4.7, 6.3))
 
 
+def _pillow_text_supersampled(image, v):
+    """The documented supersampled drawing for an integer factor f, written independently:
+    each word drawn by ``ImageDraw.text`` in white on a black L canvas f times the image, its
+    pen at the fine position ``(x + 0.5) f - 0.5`` (baseline row likewise, + 1), which is an
+    integer or half an integer: drawn at the integer below it, the canvas doubled (np.repeat)
+    and the half-pixel remainder taken as a one-sample shift; then the mean of each image
+    pixel's 2f x 2f samples, rounded half up, is the ink coverage m, blended per channel as
+    Pillow blends, ``DIV255(v (255 - m) + ink m)``."""
+    f = int(round(v["supersample"]))
+    assert f == v["supersample"]
+    rgb = np.ascontiguousarray(to_rgb(image)).astype(np.int64)
+    h, w = image.shape[:2]
+    pad = 128  # fine pixels around the image: room for any word of these sizes
+    for text, size, x, y, col in zip(v["texts"], v["sizes"], v["x"].tolist(), v["y"].tolist(),
+                                     v["colors"].tolist()):
+        px2, py2 = (2 * x + 1) * f - 1, (2 * y + 1) * f - 1 + 2  # doubled fine pen and baseline
+        canvas = Image.new("L", (w * f + 2 * pad, h * f + 2 * pad), 0)
+        ImageDraw.Draw(canvas).text((px2 // 2 + pad, py2 // 2 + pad), text, fill=255,
+                                    font=ImageFont.load_default(size=size), anchor="ls")
+        fine = np.repeat(np.repeat(np.asarray(canvas, np.int64), 2, axis=0), 2, axis=1)
+        shifted = np.zeros_like(fine)  # content moved by the half-pixel remainders
+        sy, sx = py2 % 2, px2 % 2
+        shifted[sy:, sx:] = fine[:fine.shape[0] - sy, :fine.shape[1] - sx]
+        core = shifted[2 * pad:2 * pad + 2 * f * h, 2 * pad:2 * pad + 2 * f * w]
+        total = core.reshape(h, 2 * f, w, 2 * f).sum(axis=(1, 3))
+        m = (2 * total + 4 * f * f) // (8 * f * f)  # floor(total / (4 f^2) + 1/2)
+        t = rgb * (255 - m[:, :, None]) + np.array(col)[None, None, :] * m[:, :, None] + 128
+        rgb = ((t >> 8) + t) >> 8
+    out = rgb.astype(np.uint8)
+    return to_gray(out) if image.shape[2] == 1 else out
+
+
 def _pillow_text(image, v):
     """``ImageDraw.text`` on the whole RGB image, word after word."""
+    if v.get("supersample", 1.0) != 1.0:
+        return _pillow_text_supersampled(image, v)
     canvas = Image.fromarray(np.ascontiguousarray(to_rgb(image)))
     draw = ImageDraw.Draw(canvas)
     for text, size, x, y, col in zip(v["texts"], v["sizes"], v["x"].tolist(), v["y"].tolist(),
@@ -298,14 +418,43 @@ def _pillow_text(image, v):
     return to_gray(out) if image.shape[2] == 1 else out
 
 
-@pytest.mark.parametrize("shape", [(224, 224, 3), (224, 224, 1), (28, 28, 3), (37, 91, 3),
-                                   (128, 128, 3), (8, 8, 3)])
+@pytest.mark.parametrize("shape", [(224, 224, 3), (224, 224, 1), (300, 250, 3), (28, 28, 3),
+                                   (28, 28, 1), (112, 150, 3), (32, 40, 3), (8, 8, 3)])
 def test_characters_bit_exact_with_pillow_drawing(shape):
+    # 224 px and larger: Pillow's drawing itself; smaller (factors 8, 2, 7, 28): the supersampled
+    # drawing of the 224 px text
     img = np.random.default_rng(11).integers(0, 256, shape, dtype=np.uint8)
     for severity in range(1, 6):
         for key in _keys("dermamnist", "characters", severity, 10):
             out, v = _run("characters", "dermamnist", severity, img, key)
             assert np.array_equal(out, _pillow_text(img, v))
+
+
+def test_characters_ink_share_does_not_depend_on_size():
+    # Averaging a word's coverage over the pixels of a smaller image keeps its total ink per
+    # unit of image area, so on a flat image the mean change is that of 224 px (up to the
+    # rounding of the coverage and words cut at the border). Drawing at the image's own scale,
+    # as before, put 3-4 times as much ink on 28 px images (a 1 px cv2 height became Pillow
+    # size 1, whose glyphs are wider than that) and 0.6-0.8 times as much on 64 px ones.
+    def mean_change(size, severity):
+        img = np.full((size, size, 3), 128, np.uint8)
+        return np.mean([np.abs(_run("characters", "dermamnist", severity, img, key)[0]
+                               .astype(int) - 128).mean()
+                        for key in _keys("dermamnist", "characters", severity, 150)])
+
+    for severity in (3, 5):
+        at_224 = mean_change(224, severity)
+        for size in (28, 64, 128):
+            assert mean_change(size, severity) == pytest.approx(at_224, rel=0.15), (size, severity)
+
+
+@pytest.mark.parametrize("bad", [0.5, 0.0, -2.0, float("nan"), float("inf")])
+def test_characters_rejects_bad_supersample(bad):
+    v = {"texts": ("abc",), "sizes": (4.7,), "x": np.array([3]), "y": np.array([10]),
+         "colors": np.array([[1, 2, 3]], np.uint8)}
+    img = np.zeros((20, 20, 3), np.uint8)
+    with pytest.raises(ValueError, match="supersample must be a finite number >= 1"):
+        A.characters_kernel(img, supersample=bad, **v)
 
 
 def test_characters_wide_words_and_edges_bit_exact_with_pillow_drawing():
@@ -342,7 +491,8 @@ def test_characters_gray_equals_luma_of_rgb_drawing(shape):
     for v in cases:
         out = A.characters_kernel(gray, **v)
         assert np.array_equal(out, to_gray(A.characters_kernel(to_rgb(gray), **v)))
-        assert np.array_equal(out, _pillow_text(gray, v))
+        if float(v.get("supersample", 1.0)).is_integer():  # the oracle's factors
+            assert np.array_equal(out, _pillow_text(gray, v))
 
 
 def test_characters_printable_ascii_bit_exact_with_pillow_drawing():

@@ -54,6 +54,17 @@ class Context(NamedTuple):
         """
         return min(self.shape[0], self.shape[1]) / self.reference_size
 
+    @property
+    def supersample(self) -> float:
+        """``reference_size / min(H, W)`` below the reference size, else 1.
+
+        The factor by which drawn artefacts (characters, bubbles) are drawn on a finer grid at
+        their reference size and averaged over the image's pixels (8.0 at 28 px for
+        MedMNIST-C): a 2 px rim or 4 px high text scaled below a pixel cannot be drawn.
+        """
+        side = min(self.shape[0], self.shape[1])
+        return self.reference_size / side if side < self.reference_size else 1.0
+
 
 @dataclass(frozen=True)
 class Kind:

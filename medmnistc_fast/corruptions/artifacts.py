@@ -10,8 +10,11 @@ sizes tuned for 224 x 224 images. Here every spatial constant is multiplied by
 ``s = ctx.scale = min(H, W) / ctx.reference_size`` (224 for MedMNIST-C) and rounded half up
 (``_scaled``), so at 224 px the
 reference's values are used unchanged and at other sizes the artefacts cover about the same
-fraction of the image. Ranges that would be empty at small sizes are clamped (the reference
-raises ``ValueError`` from ``random.randint`` there).
+fraction of the image. Below 224 px, characters and bubbles are drawn at their 224 px size on a
+grid ``ctx.supersample = 224 / min(H, W)`` times finer and averaged over the image's pixels
+(text a few pixels high and a 2 px rim cannot shrink below a pixel). Ranges that would be empty
+at small sizes are clamped (the reference raises ``ValueError`` from ``random.randint``
+there).
 
 Gray images (C = 1) give what the reference's dataset generation gives (L -> RGB -> corrupt ->
 L): stain, bubble and black_corner change all channels alike, so they act on the single channel
@@ -56,6 +59,73 @@ __all__ = [
 def _scaled(value: float, s: float) -> int:
     """``value * s`` rounded half up to an int (exactly ``value`` when ``s == 1``)."""
     return int(np.floor(value * s + 0.5))
+
+
+#: Supersampled drawing (characters and bubbles below 224 px) averages fine pixels over image
+#: pixels with integer weights: overlap lengths in units of ``1 / AREA_UNITS`` of an image
+#: pixel's side, rounded. 40320 = 8! is divisible by every integer factor up to 8 and by 14,
+#: 16, 28, 56, so block means for the factors 2, 7, 8, 28 (112, 32, 28 and 8 px) and
+#: half-pixel offsets are exact; integer sums make the result the same on every machine.
+AREA_UNITS = 40320
+
+
+@numba.njit(**NJIT)
+def _cell_weights(n_coarse, first, n_fine, f):  # pragma: no cover - compiled
+    """Integer overlap weights between fine cells ``[first + r, first + r + 1)``,
+    r = 0..n_fine-1, and the image's pixel cells ``[i f, (i + 1) f)`` they reach (clipped to
+    0..n_coarse-1): ``round(AREA_UNITS * overlap / f)``.
+
+    Returns ``(i0, starts, band)``: image cells ``i0 .. i0 + n - 1``; cell ``i0 + i`` takes fine
+    cells ``starts[i] + k`` with weight ``band[i, k]`` (int64 ``(n,)`` and ``(n, ceil(f) + 2)``;
+    weights past the last fine cell are 0); n = 0 when no cell is in range.
+    """
+    i0 = max(0, int(math.floor(first / f)))
+    i1 = min(n_coarse, int(math.ceil((first + n_fine) / f)))
+    n = max(0, i1 - i0)
+    width = int(math.ceil(f)) + 2
+    starts = np.zeros(n, np.int64)
+    band = np.zeros((n, width), np.int64)
+    unit = AREA_UNITS / f
+    for i in range(n):
+        lo, hi = (i0 + i) * f, (i0 + i + 1) * f
+        start = max(0, int(math.floor(lo - first)))
+        starts[i] = start
+        for k in range(width):
+            r = start + k
+            if r >= n_fine:
+                break
+            overlap = min(first + r + 1.0, hi) - max(first + r, lo)
+            if overlap > 0.0:
+                band[i, k] = int(math.floor(overlap * unit + 0.5))
+    return i0, starts, band
+
+
+@numba.njit(**NJIT)
+def _area_mean(values, r_starts, r_band, c_starts, c_band):  # pragma: no cover - compiled
+    """Mean of ``values`` (2-D, 0..255) over image pixels: ``sum_{r,c} wr * wc * v / AREA_UNITS**2``
+    rounded half up, with the banded weights of :func:`_cell_weights` for rows and columns,
+    in exact integer arithmetic (the same on every machine). uint32 ``(n_rows, n_cols)``."""
+    n_fine_r, n_fine_c = values.shape
+    tmp = np.zeros((r_starts.shape[0], n_fine_c), np.int64)
+    for i in range(r_starts.shape[0]):
+        for k in range(r_band.shape[1]):
+            w = r_band[i, k]
+            r = r_starts[i] + k
+            if w == 0 or r >= n_fine_r:
+                continue
+            for c in range(n_fine_c):
+                tmp[i, c] += w * np.int64(values[r, c])
+    unit = np.int64(AREA_UNITS) * np.int64(AREA_UNITS)
+    out = np.empty((r_starts.shape[0], c_starts.shape[0]), np.uint32)
+    for i in range(r_starts.shape[0]):
+        for j in range(c_starts.shape[0]):
+            total = np.int64(0)
+            for k in range(c_band.shape[1]):
+                c = c_starts[j] + k
+                if c < n_fine_c:
+                    total += c_band[j, k] * tmp[i, c]
+            out[i, j] = np.uint32((2 * total + unit) // (2 * unit))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -408,21 +478,29 @@ def _stamp_disk(alpha, width, channels, cx, cy, radius, table, value):  # pragma
 
 
 @numba.njit(**NJIT)
-def _bubble_numba(image, xs, ys, inner, outer, table, rim_alpha, body_alpha):  # pragma: no cover
-    height, width, channels = image.shape
-    n = height * width * channels
-    alpha = np.zeros(n, np.uint8)
+def _bubble_layer(height, width, channels, xs, ys, inner, outer, table, rim_alpha,
+                  body_alpha):  # pragma: no cover - compiled
+    """The alpha layer (flat ``H * W * C`` uint8): per bubble in turn, the rim disk then the
+    body disk, each overwriting what lies under it."""
+    alpha = np.zeros(height * width * channels, np.uint8)
     for i in range(xs.shape[0]):
         _stamp_disk(alpha, width, channels, xs[i], ys[i], outer[i], table, rim_alpha)
         _stamp_disk(alpha, width, channels, xs[i], ys[i], inner[i], table, body_alpha)
-    src = image.reshape(n)
-    out = np.empty(n, np.uint8)
-    for i in range(n):
-        # Pillow's paste with mask: DIV255(v * (255 - a) + 255 * a), rounded; a = 0 keeps v.
-        a = np.uint32(alpha[i])
+    return alpha
+
+
+@numba.njit(**NJIT)
+def _paste_white(image, alpha):  # pragma: no cover - compiled
+    """Pillow's paste of white through ``alpha`` (same shape as ``image``, uint8):
+    ``DIV255(v * (255 - a) + 255 * a)``, rounded; a = 0 keeps v."""
+    src = image.reshape(image.size)
+    a_flat = alpha.reshape(alpha.size)
+    out = np.empty(image.size, np.uint8)
+    for i in range(image.size):
+        a = np.uint32(a_flat[i])
         t = np.uint32(src[i]) * (np.uint32(255) - a) + np.uint32(255) * a + np.uint32(128)
         out[i] = np.uint8(((t >> np.uint32(8)) + t) >> np.uint32(8))
-    return out.reshape(height, width, channels)
+    return out.reshape(image.shape)
 
 
 def bubble_sample(param, ctx: Context) -> dict:
@@ -440,12 +518,16 @@ def bubble_sample(param, ctx: Context) -> dict:
     -------
     dict
         ``x``, ``y`` (int64 ``(n,)``: centre column and row, pixels), ``inner`` (int64 ``(n,)``:
-        body radius, pixels), ``outer`` (int64 ``(n,)``: rim radius, pixels).
-        n = ``randint(7, max_bubbles)``; r = ``randint(3, max_radius)`` at 224 px;
-        ``inner = round(r * s)``, ``outer = max(1, round((r + 2) * s))``; ``x = randint(inner,
-        W - inner)``, ``y = randint(inner, H - inner)`` (reference: ``Bubble.apply``, whose
-        ``height, width = img.size`` swaps the axes: here x runs over the width and y over the
-        height; when the range is empty the centre is the image centre).
+        body radius, pixels), ``outer`` (int64 ``(n,)``: rim radius, pixels), ``supersample``
+        (float). n = ``randint(7, max_bubbles)``; r = ``randint(3, max_radius)`` at 224 px;
+        ``x = randint(round(r * s), W - round(r * s))``, ``y`` likewise over H (reference:
+        ``Bubble.apply``, whose ``height, width = img.size`` swaps the axes: here x runs over
+        the width and y over the height; when the range is empty the centre is the image
+        centre). From 224 px up, ``inner = round(r * s)``, ``outer = max(1, round((r + 2) *
+        s))`` and ``supersample = 1``. Below 224 px the bubbles keep their 224 px radii
+        ``inner = r``, ``outer = r + 2`` on a grid ``1 / s`` times finer (``supersample =
+        ctx.supersample = 224 / min(H, W)``): a 2 px rim scaled to a fraction of a pixel cannot be drawn, and rounding it up
+        to 1 px gave 28 and 64 px images 1.4-1.8 times the 224 px share of bubble.
     """
     max_radius, max_bubbles = int(param[0]), int(param[1])
     height, width = int(ctx.shape[0]), int(ctx.shape[1])
@@ -465,10 +547,13 @@ def bubble_sample(param, ctx: Context) -> dict:
 
     x = centre(width)
     y = centre(height)
-    return {"x": x, "y": y, "inner": inner, "outer": outer}
+    if ctx.supersample > 1.0:  # drawn at 224 px size on a finer grid (see bubble_kernel)
+        return {"x": x, "y": y, "inner": r.astype(np.int64),
+                "outer": (r + BUBBLE_BORDER).astype(np.int64), "supersample": ctx.supersample}
+    return {"x": x, "y": y, "inner": inner, "outer": outer, "supersample": 1.0}
 
 
-def bubble_kernel(image: np.ndarray, x, y, inner, outer) -> np.ndarray:
+def bubble_kernel(image: np.ndarray, x, y, inner, outer, supersample: float = 1.0) -> np.ndarray:
     """Composite white translucent bubbles onto the image.
 
     On a transparent alpha layer, each bubble in turn draws a disk of radius ``outer`` with
@@ -482,23 +567,51 @@ def bubble_kernel(image: np.ndarray, x, y, inner, outer) -> np.ndarray:
     image : ndarray, shape (H, W, C), uint8
         C = 1 or 3, C-contiguous.
     x, y : array_like of int, shape (n,)
-        Centre column and row of each bubble, pixels (may lie outside the image).
+        Centre column and row of each bubble, pixels of the image (may lie outside it).
     inner, outer : array_like of int, shape (n,)
-        Body and rim radius of each bubble, pixels (>= 0; radius 0 draws nothing).
+        Body and rim radius of each bubble, pixels (of the fine grid when ``supersample > 1``;
+        >= 0; radius 0 draws nothing).
+    supersample : float >= 1, default 1
+        1: the layer is drawn on the image's pixels. ``f > 1``: it is drawn on a grid ``f``
+        times finer, ``ceil(H f) x ceil(W f)``, each disk centred on the fine pixel holding
+        the centre of image pixel ``(x, y)``, ``floor((x + 0.5) f)``; each image pixel takes
+        the mean alpha over its ``f x f`` area (:func:`_area_mean`, rounded half up), and the
+        paste above. The registry uses ``1 / s`` below 224 px.
 
     Returns
     -------
     ndarray, shape (H, W, C), uint8
-        New array (bit-exact with the reference's Pillow drawing and paste for the same
-        bubbles).
+        New array (with ``supersample`` 1, bit-exact with the reference's Pillow drawing and
+        paste for the same bubbles).
+
+    Raises
+    ------
+    ValueError
+        If ``supersample`` is not a finite number >= 1.
     """
+    f = float(supersample)
+    if not (math.isfinite(f) and f >= 1.0):
+        raise ValueError(f"supersample must be a finite number >= 1; got {supersample!r}")
+    image = np.ascontiguousarray(image)
+    height, width, channels = image.shape
     xs = np.ascontiguousarray(x, dtype=np.int64)
     ys = np.ascontiguousarray(y, dtype=np.int64)
     inner = np.ascontiguousarray(inner, dtype=np.int64)
     outer = np.ascontiguousarray(outer, dtype=np.int64)
     table = _disk_table(np.concatenate([inner, outer]))
-    return _bubble_numba(np.ascontiguousarray(image), xs, ys, inner, outer, table,
-                         BUBBLE_RIM_ALPHA, BUBBLE_BODY_ALPHA)
+    if f == 1.0:
+        alpha = _bubble_layer(height, width, channels, xs, ys, inner, outer, table,
+                              BUBBLE_RIM_ALPHA, BUBBLE_BODY_ALPHA)
+        return _paste_white(image, alpha.reshape(image.shape))
+    fine_h, fine_w = math.ceil(height * f), math.ceil(width * f)
+    layer = _bubble_layer(fine_h, fine_w, 1, np.floor((xs + 0.5) * f).astype(np.int64),
+                          np.floor((ys + 0.5) * f).astype(np.int64), inner, outer, table,
+                          BUBBLE_RIM_ALPHA, BUBBLE_BODY_ALPHA).reshape(fine_h, fine_w)
+    _, r_starts, r_band = _cell_weights(height, 0.0, fine_h, f)
+    _, c_starts, c_band = _cell_weights(width, 0.0, fine_w, f)
+    alpha = _area_mean(layer, r_starts, r_band, c_starts, c_band).astype(np.uint8)
+    return _paste_white(image, np.ascontiguousarray(
+        np.broadcast_to(alpha[:, :, None], image.shape)))
 
 
 BUBBLE = Kind("bubble", bubble_sample, bubble_kernel, random=True)
@@ -791,7 +904,7 @@ def _characters_layout(max_letters: int, top: int, height: int, width: int, s: f
     """Per-(table entry, image size) constants of :func:`characters_sample`.
 
     Returns ``(sizes, x_ranges, y_range)``: the Pillow size of each font-scale percentage
-    14..top; per letter count k (0..max_letters) the x range ``(lo, number of values)`` of
+    14..top (at ``max(s, 1)``: smaller images draw the 224 px text supersampled); per letter count k (0..max_letters) the x range ``(lo, number of values)`` of
     ``randint(round(10 s), W - round(8 s k))``; the y range likewise. An empty range becomes
     ``(lo clipped to the image, 0)``.
     """
@@ -800,7 +913,7 @@ def _characters_layout(max_letters: int, top: int, height: int, width: int, s: f
     def span(lo, hi, size):
         return (lo, hi - lo + 1) if hi >= lo else (max(0, min(lo, size - 1)), 0)
 
-    sizes = tuple(_pillow_font_size(pct / 100.0, s)
+    sizes = tuple(_pillow_font_size(pct / 100.0, max(s, 1.0))
                   for pct in range(CHAR_MIN_SCALE_PCT, top + 1))
     x_ranges = tuple(span(margin, width - int(math.floor(CHAR_ADVANCE * k * s + 0.5)), width)
                      for k in range(max_letters + 1))
@@ -823,14 +936,19 @@ def characters_sample(param, ctx: Context) -> dict:
     dict
         ``texts`` (tuple of str), ``sizes`` (tuple of float: Pillow font size in pixels),
         ``x``, ``y`` (int64 ``(n,)``: left end and baseline row of each word, pixels, cv2's
-        ``org`` convention), ``colors`` (uint8 ``(n, 3)``: RGB).
+        ``org`` convention), ``colors`` (uint8 ``(n, 3)``: RGB), ``supersample`` (float:
+        ``ctx.supersample``, ``224 / min(H, W)`` below 224 px, else 1).
         n = ``randint(1, max_words)``; per word ``randint(3, max_letters)`` uniform lowercase
         letters, font scale ``randint(14, int(max_font_scale * 100)) / 100``, colour channels
         ``randint(0, 255)``, ``x = randint(round(10 s), W - round(8 s * letters))``,
         ``y = randint(round(10 s), H - round(10 s))`` (reference: ``Characters.apply``); an
         empty range (small images, long words) gives its lower end clipped to the image. The
         font scale becomes a Pillow size through the cv2 pixel height
-        ``h = max(1, round(27 * scale * s))`` and :data:`PIL_SIZE_FOR_HEIGHT`.
+        ``h = round(27 * scale * max(s, 1))`` and :data:`PIL_SIZE_FOR_HEIGHT`. Below 224 px
+        the words keep their 224 px size and are drawn on a grid ``1 / s`` times finer, their
+        ink averaged over the image's pixels (``supersample``, see :func:`characters_kernel`):
+        text a pixel high cannot be drawn, and Pillow's smallest sizes put several times the
+        224 px share of ink on the image.
 
     Notes
     -----
@@ -862,10 +980,45 @@ def characters_sample(param, ctx: Context) -> dict:
         colors.append((int(u[i + 4] * 256), int(u[i + 5] * 256), int(u[i + 6] * 256)))
         texts.append("".join([_LETTERS[int(v * 26)] for v in u[i + 7:i + 7 + k]]))
     return {"texts": tuple(texts), "sizes": tuple(sizes), "x": np.array(xs, np.int64),
-            "y": np.array(ys, np.int64), "colors": np.array(colors, np.uint8)}
+            "y": np.array(ys, np.int64), "colors": np.array(colors, np.uint8),
+            "supersample": ctx.supersample}
 
 
-def characters_kernel(image: np.ndarray, texts, sizes, x, y, colors) -> np.ndarray:
+@numba.njit(**NJIT)
+def _draw_words_supersampled(rgb, pixels, glyphs, codes, firsts, lengths, x, y, colors,
+                             f):  # pragma: no cover - compiled
+    """Words drawn on a grid ``f`` times finer than ``rgb`` (H, W, 3) uint8, in place.
+
+    Each word's coverage mask (:func:`_word_mask`, 0..255 at the fine grid) is placed with
+    its pen start and baseline at the fine position of the centre of image pixel ``(x, y)``,
+    ``(x + 0.5) f - 0.5``, and averaged over the image's pixels (:func:`_area_mean`, rounded
+    half up); the ink goes in through that coverage with Pillow's
+    ``DIV255(v * (255 - m) + ink * m)``, word after word.
+    """
+    height, width = rgb.shape[0], rgb.shape[1]
+    k0 = 0
+    for w in range(lengths.shape[0]):
+        word, x_lo, y_lo = _word_mask(pixels, glyphs, codes, k0, lengths[w], firsts[w])
+        k0 += lengths[w]
+        if word.size == 0:
+            continue
+        top = (y[w] + 0.5) * f - 0.5 + _BASELINE_SHIFT + y_lo
+        left = (x[w] + 0.5) * f - 0.5 + x_lo
+        i0, r_starts, r_band = _cell_weights(height, top, word.shape[0], f)
+        j0, c_starts, c_band = _cell_weights(width, left, word.shape[1], f)
+        m = _area_mean(word, r_starts, r_band, c_starts, c_band)
+        for i in range(m.shape[0]):
+            for j in range(m.shape[1]):
+                a = min(m[i, j], np.uint32(255))
+                if a == 0:
+                    continue
+                for ch in range(3):
+                    rgb[i0 + i, j0 + j, ch] = np.uint8(_blend255(
+                        np.uint32(rgb[i0 + i, j0 + j, ch]), np.uint32(colors[w, ch]), a))
+
+
+def characters_kernel(image: np.ndarray, texts, sizes, x, y, colors,
+                      supersample: float = 1.0) -> np.ndarray:
     """Draw antialiased words with Pillow's bundled font.
 
     The reference draws with ``cv2.putText(img, text, org, FONT_HERSHEY_DUPLEX, scale, colour,
@@ -887,11 +1040,18 @@ def characters_kernel(image: np.ndarray, texts, sizes, x, y, colors) -> np.ndarr
     texts : sequence of str
         Words, printable ASCII (codes 32..126).
     sizes : sequence of float
-        Pillow font size of each word, pixels.
+        Pillow font size of each word, pixels (of the fine grid when ``supersample > 1``).
     x, y : array_like of int, shape (n,)
-        Left end and baseline row (cv2 ``org``) of each word, pixels.
+        Left end and baseline row of each word, pixels of the image.
     colors : array_like of int, shape (n, 3)
         RGB colour of each word, 0..255.
+    supersample : float >= 1, default 1
+        1: draw on the image's pixels as above. ``f > 1``: draw each word on a grid ``f``
+        times finer (its pen start and baseline at the fine position of the centre of pixel
+        ``(x, y)``, ``(x + 0.5) f - 0.5``) and average its coverage over the image's pixels,
+        then blend the ink as Pillow does (:func:`_draw_words_supersampled`). The registry
+        uses ``1 / s`` below 224 px, so small images show the 224 px text as it would look
+        shrunk to their size.
 
     Returns
     -------
@@ -901,20 +1061,35 @@ def characters_kernel(image: np.ndarray, texts, sizes, x, y, colors) -> np.ndarr
     Raises
     ------
     ValueError
-        If a text has a character outside printable ASCII.
+        If a text has a character outside printable ASCII, or ``supersample`` is not a
+        finite number >= 1.
     """
     out = np.array(image, dtype=np.uint8, copy=True, order="C")
+    f = float(supersample)
+    if not (math.isfinite(f) and f >= 1.0):
+        raise ValueError(f"supersample must be a finite number >= 1; got {supersample!r}")
     if len(texts):
         joined = "".join(texts)
         if not (joined.isascii() and joined.isprintable()):
             raise ValueError(f"texts must be printable ASCII (codes 32..126), got {texts!r}")
         atlas = _atlas(sizes)
+        codes = np.frombuffer(joined.encode("ascii"), np.uint8)
+        firsts = np.array([atlas.first[size] - _FIRST_CODE for size in sizes], np.int64)
+        lengths = np.array([len(t) for t in texts], np.int64)
+        xs, ys = np.asarray(x, np.int64), np.asarray(y, np.int64)
+        cols = np.asarray(colors, np.uint8)
+        if f > 1.0:
+            gray = image.shape[2] == 1
+            rgb = np.repeat(out, 3, axis=2) if gray else out
+            _draw_words_supersampled(rgb, atlas.pixels, atlas.glyphs, codes, firsts, lengths,
+                                     xs, ys, cols, f)
+            if gray:  # Pillow's RGB -> L; untouched pixels (R = G = B) map back to themselves
+                lum = rgb.astype(np.uint32) @ np.array([19595, 38470, 7471], np.uint32)
+                out[:, :, 0] = (lum + 0x8000) >> 16
+            return out
         draw = _draw_words_gray if image.shape[2] == 1 else _draw_words
-        draw(out, atlas.pixels, atlas.glyphs, np.frombuffer(joined.encode("ascii"), np.uint8),
-             np.array([atlas.first[size] - _FIRST_CODE for size in sizes], np.int64),
-             np.array([len(t) for t in texts], np.int64),
-             np.asarray(x, np.int64), np.asarray(y, np.int64) + _BASELINE_SHIFT,
-             np.asarray(colors, np.uint8))
+        draw(out, atlas.pixels, atlas.glyphs, codes, firsts, lengths, xs, ys + _BASELINE_SHIFT,
+             cols)
     return out
 
 
