@@ -172,6 +172,19 @@ def _area_resampling(n_src: int, scale: float) -> np.ndarray:
     return np.clip(hi - lo, 0.0, None)
 
 
+def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` (float64, 2-D @ 1-D or 2-D) summed term by term in a fixed order.
+
+    NumPy hands ``@`` to BLAS, whose kernels (and so the rounding of the sums) depend on the
+    CPU; the scaled kernels here decide truncations in the filtered images, so they must come
+    out the same to the last bit on every machine of a cluster.
+    """
+    out = np.zeros((a.shape[0],) + b.shape[1:])
+    for t in range(a.shape[1]):
+        out += a[:, t, None] * b[t] if b.ndim == 2 else a[:, t] * b[t]
+    return out
+
+
 def _second_moment(weights: np.ndarray) -> float:
     """Variance of a symmetric 1-D kernel of odd length centred on its middle tap (pixels^2)."""
     h = (weights.shape[0] - 1) // 2
@@ -191,7 +204,7 @@ def _scaling_operator(profile: np.ndarray, scale: float) -> np.ndarray:
     1: the kernel's sum is kept.
     """
     m = _area_resampling(profile.shape[0], scale)
-    moved = m @ profile
+    moved = _product(m, profile)
     shortfall = scale * scale * _second_moment(profile) - _second_moment(moved)
     if shortfall <= 0.0:
         return m
@@ -223,7 +236,7 @@ def scaled_defocus_kernel(radius: float, alias_sigma: float, scale: float) -> np
         return k
     k64 = k.astype(np.float64)
     op = _scaling_operator(k64.sum(axis=1), scale)  # the disk is symmetric: rows = columns
-    out = op @ k64 @ op.T
+    out = _product(_product(op, k64), op.T)
     out *= float(k.sum(dtype=np.float64)) / out.sum()
     out = np.ascontiguousarray(out, dtype=np.float32)
     out.setflags(write=False)
@@ -324,7 +337,7 @@ def scaled_gaussian_kernel1d(kernel_size: int, sigma: float, scale: float) -> np
     if scale == 1.0:
         return k
     k64 = k.astype(np.float64)
-    out = _scaling_operator(k64, scale) @ k64
+    out = _product(_scaling_operator(k64, scale), k64)
     out = (out / out.sum()).astype(np.float32)
     out.setflags(write=False)
     return out
