@@ -86,3 +86,17 @@ def render_only(args, markdown) -> bool:
         f.write(md)
     print(md)
     return True
+
+
+def distinct_images(n: int, size: int, rgb: bool):
+    """The first ``n`` images of ``medmnistc_fast.sample.sample_images(n, size, rgb)`` without
+    repeats (it cycles through 15 colour and 20 gray crops)."""
+    from medmnistc_fast.sample import sample_images
+
+    imgs = sample_images(n, size, rgb=rgb)
+    seen, keep = set(), []
+    for i, img in enumerate(imgs):
+        if img.tobytes() not in seen:
+            seen.add(img.tobytes())
+            keep.append(i)
+    return imgs[keep]

@@ -42,9 +42,8 @@ import numpy as np
 
 import medmnistc_fast as mf
 from medmnistc_fast import functional as F
-from medmnistc_fast.sample import sample_images
-from _common import (add_output_args, add_reference_arg, git_commit, reference_env,
-                     render_only, write_results)
+from _common import (add_output_args, add_reference_arg, distinct_images, git_commit,
+                     reference_env, render_only, write_results)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SIZE = 224
@@ -66,17 +65,6 @@ def tolerance(corruption: str) -> str:
     if corruption == "motion_blur":
         return f"<= 1 on >= {MOTION_WITHIN1:.0%} per image, <= 2"
     return "bit-exact" if MAX_ABS[corruption] == 0 else f"<= {MAX_ABS[corruption]}"
-
-
-def distinct_images(n: int, rgb: bool) -> np.ndarray:
-    """The first ``n`` images of ``sample_images(n, 224, rgb)`` without repeats."""
-    imgs = sample_images(n, SIZE, rgb=rgb)
-    seen, keep = set(), []
-    for i, img in enumerate(imgs):
-        if img.tobytes() not in seen:
-            seen.add(img.tobytes())
-            keep.append(i)
-    return imgs[keep]
 
 
 def param_list(param) -> list:
@@ -251,7 +239,8 @@ def main(argv=None):
         return 0
     if not args.reference_python:
         ap.error("--reference-python (or MEDMNISTC_REFERENCE_PYTHON) is required")
-    images = {"rgb": distinct_images(args.n, True), "gray": distinct_images(args.n, False)}
+    images = {"rgb": distinct_images(args.n, SIZE, True),
+              "gray": distinct_images(args.n, SIZE, False)}
     jobs = plan(args.motion_angles)
     t0 = time.perf_counter()
     ref, ref_meta = run_reference(args.reference_python, images, jobs)

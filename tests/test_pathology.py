@@ -319,23 +319,45 @@ def test_defocus_oracle(ihc, dataset, shape):
         assert np.abs(got.astype(int) - want).max() <= 1, (s, radius, alias)
 
 
-def oracle_motion(img, radius, sigma, angle):
+def oracle_motion_taps(radius, sigma, angle):
     """Spec: n = 2 ceil(radius) + 1 taps, w_k ~ exp(-k^2 / (2 sigma^2)), offsets
-    dx = ceil(k cos t - 0.5), dy = ceil(k sin t - 0.5), edges replicated, rounded."""
+    dx = ceil(k cos t - 0.5), dy = ceil(k sin t - 0.5)."""
     n = 2 * math.ceil(radius) + 1
     t = math.radians(angle)
     w = np.array([math.exp(-k * k / (2 * sigma * sigma)) for k in range(n)])
     w /= w.sum()
+    return [(w[k], math.ceil(k * math.cos(t) - 0.5), math.ceil(k * math.sin(t) - 0.5))
+            for k in range(n)]
+
+
+def oracle_apply_taps(img, taps):
+    """out = sum_k w_k img(y + dy_k, x + dx_k), edges replicated, rounded."""
     h, wd = img.shape[:2]
     rows, cols = np.arange(h), np.arange(wd)
     acc = np.zeros(img.shape, np.float64)
-    for k in range(n):
-        dx = math.ceil(k * math.cos(t) - 0.5)
-        dy = math.ceil(k * math.sin(t) - 0.5)
+    for wk, dx, dy in taps:
         r = np.clip(rows + dy, 0, h - 1)
         c = np.clip(cols + dx, 0, wd - 1)
-        acc += w[k] * img[r][:, c]
+        acc += wk * img[r][:, c]
     return np.floor(acc + 0.5).astype(np.uint8)
+
+
+def oracle_motion(img, radius, sigma, angle):
+    return oracle_apply_taps(img, oracle_motion_taps(radius, sigma, angle))
+
+
+def oracle_motion_scaled(img, radius, sigma, angle, scale):
+    """The documented rule below the reference size (``blur.motion_taps_scaled``): every tap's
+    offset times ``scale``, its weight split bilinearly over the four surrounding pixels,
+    weights on the same pixel added. Written with a dict."""
+    spread = {}
+    for wk, dx, dy in oracle_motion_taps(radius, sigma, angle):
+        x, y = dx * scale, dy * scale
+        fx, fy = math.floor(x), math.floor(y)
+        for px, wx in ((fx, 1 - (x - fx)), (fx + 1, x - fx)):
+            for py, wy in ((fy, 1 - (y - fy)), (fy + 1, y - fy)):
+                spread[(px, py)] = spread.get((px, py), 0.0) + wk * wx * wy
+    return oracle_apply_taps(img, [(wk, px, py) for (px, py), wk in spread.items()])
 
 
 @pytest.mark.parametrize("dataset", SUITES)
@@ -349,10 +371,11 @@ def test_motion_oracle_fixed_angle(ihc, dataset, angle):
 
 
 @pytest.mark.parametrize("dataset", SUITES)
-@pytest.mark.parametrize("shape", [None, (50, 70, 3)])
+@pytest.mark.parametrize("shape", [None, (50, 70, 3), (13, 11, 3)])
 def test_motion_registry_uses_scaled_table(ihc, dataset, shape):
-    """corrupt() = the spec's motion blur with radius, sigma scaled by min(H, W) / ref and the
-    angle drawn in [-45, 45] degrees."""
+    """corrupt() = the spec's motion blur with the angle drawn in [-45, 45] degrees: at the
+    reference size with the table's radius and sigma, below it with the reference size's taps
+    shrunk by min(H, W) / ref (oracle_motion_scaled)."""
     shape = shape or (REF[dataset], REF[dataset], 3)
     img = image_of_shape(ihc, shape)
     scale = min(shape[:2]) / REF[dataset]
@@ -361,9 +384,9 @@ def test_motion_registry_uses_scaled_table(ihc, dataset, shape):
         values = api.sample_values(kind_of(dataset, "motion_blur"),
                                    (radius, sigma), (s, REF[dataset]), img.shape, key)
         assert -45 <= values["angle"] <= 45
-        assert values["radius"] == pytest.approx(radius * scale)
+        assert (values["radius"], values["scale"]) == (radius, scale)
         got = mf.corrupt(img, "motion_blur", s, dataset=dataset, seed=3)
-        want = oracle_motion(img, radius * scale, sigma * scale, values["angle"])
+        want = oracle_motion_scaled(img, radius, sigma, values["angle"], scale)
         assert np.abs(got.astype(int) - want).max() <= 1
 
 

@@ -1,6 +1,7 @@
-"""Blur kernels at sizes other than the reference's: the documented rule of
+"""Blur kernels at sizes other than the reference's: the documented rules of
 ``blur.scaled_defocus_kernel`` and ``blur.scaled_gaussian_kernel1d`` (area resampling, then a
-3-tap widening that keeps scale**2 times the kernel's variance)."""
+3-tap widening that keeps scale**2 times the kernel's variance) and of
+``blur.motion_taps_scaled`` (the 224 px taps shrunk, spread bilinearly)."""
 from __future__ import annotations
 
 import math
@@ -98,11 +99,11 @@ def checkerboard(size, channels):
 
 @pytest.mark.parametrize("size", [28, 64])
 def test_no_blur_vanishes_at_small_sizes(size):
-    # Every level of every dataset's defocus and Gaussian blur changes a checkerboard (the
-    # previous rule left chestmnist's Gaussian blur and octmnist's defocus as the identity at
+    # Every level of every dataset's defocus, Gaussian and motion blur changes a checkerboard
+    # (the previous rule left chestmnist's Gaussian blur and octmnist's defocus as the identity at
     # 28 px). At 8 px chestmnist level 1 (sigma 0.03 px) moves no pixel by half a level.
     for dataset in mf.DATASETS:
-        for corruption in ("defocus_blur", "gaussian_blur"):
+        for corruption in ("defocus_blur", "gaussian_blur", "motion_blur"):
             if corruption not in TABLES[dataset]:
                 continue
             img = checkerboard(size, 3 if dataset in ("pathmnist", "bloodmnist", "dermamnist",
@@ -111,3 +112,37 @@ def test_no_blur_vanishes_at_small_sizes(size):
                 out = mf.corrupt(img, corruption, level, dataset=dataset)
                 change = np.abs(out.astype(int) - img).mean()
                 assert change > 0, (dataset, corruption, level, size)
+
+
+def test_motion_taps_scaled_hand_computed():
+    # radius 1 -> n = 3 taps, weights (1, e^-1/2, e^-2) / sum at dx = 0, 1, 2 (angle 0). At
+    # scale 1/2 they land on x = 0, 0.5, 1: pixel 0 gets w0 + w1 / 2, pixel 1 gets w1 / 2 + w2.
+    e1, e2 = math.exp(-0.5), math.exp(-2.0)
+    w0, w1, w2 = 1 / (1 + e1 + e2), e1 / (1 + e1 + e2), e2 / (1 + e1 + e2)
+    w, dx, dy = blur.motion_taps_scaled(1.0, 1.0, 0.0, 0.5)
+    assert dx.tolist() == [0, 1] and dy.tolist() == [0, 0]
+    np.testing.assert_allclose(w, [w0 + w1 / 2, w1 / 2 + w2], rtol=1e-15)
+
+
+@pytest.mark.parametrize("scale", [8 / 224, 28 / 224, 64 / 224, 0.5, 128 / 224])
+def test_motion_taps_scaled_keep_sum_and_shift(scale):
+    # Bilinear spreading keeps every tap's weight and its weighted position exactly: the
+    # streak's total and mean offset are those of the 224 px taps times the scale.
+    angles = np.random.default_rng(0).uniform(-45, 45, 20)
+    for dataset in mf.DATASETS:
+        for radius, sigma in TABLES[dataset].get("motion_blur", ()):
+            for angle in angles:
+                w0, dx0, dy0 = blur.motion_taps(float(radius), float(sigma), float(angle))
+                w, dx, dy = blur.motion_taps_scaled(float(radius), float(sigma), float(angle),
+                                                    scale)
+                assert (w > 0).all() and len(set(zip(dx.tolist(), dy.tolist()))) == len(w)
+                assert w.sum() == pytest.approx(1.0, abs=1e-12)
+                assert (w * dx).sum() == pytest.approx(scale * (w0 * dx0).sum(), abs=1e-12)
+                assert (w * dy).sum() == pytest.approx(scale * (w0 * dy0).sum(), abs=1e-12)
+
+
+def test_motion_taps_scaled_at_scale_one_are_the_reference_taps():
+    for angle in (-45.0, -30.0, 0.0, 17.3, 45.0):
+        got = blur.motion_taps_scaled(15.0, 8.0, angle, 1.0)
+        want = blur.motion_taps(15.0, 8.0, angle)
+        assert all(a is b for a, b in zip(got, want))
