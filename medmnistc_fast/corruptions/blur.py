@@ -14,9 +14,11 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+import numba
 import numpy as np
 
 from .. import _native
+from .._config import NJIT
 from ..rng import generator
 from ._spec import Kind
 
@@ -172,6 +174,17 @@ def _area_resampling(n_src: int, scale: float) -> np.ndarray:
     return np.clip(hi - lo, 0.0, None)
 
 
+@numba.njit(**NJIT)
+def _product_2d(a, b):  # pragma: no cover - compiled
+    """``a @ b`` for 2-D float64 arrays, each entry summed over t in order (no FMA)."""
+    out = np.zeros((a.shape[0], b.shape[1]))
+    for i in range(a.shape[0]):
+        for t in range(a.shape[1]):
+            for j in range(b.shape[1]):
+                out[i, j] += a[i, t] * b[t, j]
+    return out
+
+
 def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b`` (float64, 2-D @ 1-D or 2-D) summed term by term in a fixed order.
 
@@ -179,10 +192,10 @@ def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     CPU; the scaled kernels here decide truncations in the filtered images, so they must come
     out the same to the last bit on every machine of a cluster.
     """
-    out = np.zeros((a.shape[0],) + b.shape[1:])
-    for t in range(a.shape[1]):
-        out += a[:, t, None] * b[t] if b.ndim == 2 else a[:, t] * b[t]
-    return out
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    b2 = np.ascontiguousarray(b, dtype=np.float64)
+    out = _product_2d(a, b2 if b2.ndim == 2 else b2[:, None])
+    return out if b2.ndim == 2 else out[:, 0]
 
 
 def _second_moment(weights: np.ndarray) -> float:
@@ -307,30 +320,40 @@ def motion_taps_scaled(radius: float, sigma: float, angle: float, scale: float):
     w, dx, dy = motion_taps(radius, sigma, angle)
     if scale == 1.0:
         return w, dx, dy
-    x, y = dx * scale, dy * scale
-    x0, y0 = np.floor(x), np.floor(y)
-    tx, ty = x - x0, y - y0
-    corners = [(0, 0, (1.0 - tx) * (1.0 - ty)), (1, 0, tx * (1.0 - ty)),
-               (0, 1, (1.0 - tx) * ty), (1, 1, tx * ty)]
-    # Corner by corner within each tap, taps in order.
-    px = np.stack([x0 + cx for cx, _, _ in corners], axis=1).ravel().astype(np.int64)
-    py = np.stack([y0 + cy for _, cy, _ in corners], axis=1).ravel().astype(np.int64)
-    pw = np.stack([w * cw for _, _, cw in corners], axis=1).ravel()
-    keep = pw > 0.0
-    px, py, pw = px[keep], py[keep], pw[keep]
-    span = int(np.abs(px).max(initial=0) + np.abs(py).max(initial=0)) + 1
-    code = (py + span) * (4 * span + 1) + (px + span)
-    _, first, slot = np.unique(code, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")  # pixels in order of first appearance
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    slot = rank[slot.ravel()]
-    weights = np.zeros(order.size)
-    np.add.at(weights, slot, pw)  # unbuffered, in order: the same bits on every machine
-    ox = np.zeros(order.size, np.int32)
-    oy = np.zeros(order.size, np.int32)
-    ox[slot], oy[slot] = px, py
-    return weights, ox, oy
+    return _spread_taps(w, dx, dy, scale)
+
+
+@numba.njit(**NJIT)
+def _spread_taps(w, dx, dy, scale):  # pragma: no cover - compiled
+    """The bilinear spreading of :func:`motion_taps_scaled` (corners (0, 0), (1, 0), (0, 1),
+    (1, 1) of each tap in turn; a pixel keeps the place of its first weight)."""
+    n = w.shape[0]
+    px = np.empty(4 * n, np.int64)
+    py = np.empty(4 * n, np.int64)
+    weights = np.empty(4 * n)
+    m = 0
+    for k in range(n):
+        x, y = dx[k] * scale, dy[k] * scale
+        x0, y0 = math.floor(x), math.floor(y)
+        tx, ty = x - x0, y - y0
+        for c in range(4):
+            cx, cy = c % 2, c // 2
+            cw = (tx if cx else 1.0 - tx) * (ty if cy else 1.0 - ty)
+            v = w[k] * cw
+            if not v > 0.0:
+                continue
+            qx, qy = int(x0) + cx, int(y0) + cy
+            slot = -1
+            for q in range(m):
+                if px[q] == qx and py[q] == qy:
+                    slot = q
+                    break
+            if slot < 0:
+                px[m], py[m], weights[m] = qx, qy, v
+                m += 1
+            else:
+                weights[slot] += v
+    return weights[:m].copy(), px[:m].astype(np.int32), py[:m].astype(np.int32)
 
 
 def _sample_motion(param, ctx) -> dict:
