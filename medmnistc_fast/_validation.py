@@ -196,6 +196,6 @@ def check_positive(value, name: str, *, integer: bool = False, upper=None, inclu
             raise ValueError(f"{name} must be in [{lower:g}, {hi:g}]; got {value!r}")
         return v
     if not np.isfinite(v) or v <= 0 or (upper is not None and (v > upper if inclusive_upper else v >= upper)):
-        bound = "" if upper is None else f" and {'<=' if inclusive_upper else '<'} {upper}"
+        bound = " and finite" if upper is None else f" and {'<=' if inclusive_upper else '<'} {upper}"
         raise ValueError(f"{name} must be > 0{bound}; got {value!r}")
     return int(value) if integer else v

@@ -4,8 +4,9 @@ Each call picks one of the dataset's corruptions or *identity* (uniformly by def
 that corruption's parameters uniformly between the smallest and the largest value of its
 severity table, then corrupts the image with the same sampler and kernel as
 :func:`medmnistc_fast.corrupt`. So a drawn parameter equal to a table entry gives exactly the
-benchmark's corruption of that level, and spatial parameters (given at 224 px in the tables)
-scale with ``min(H, W) / 224`` by the same rule
+benchmark's corruption of that level (except stain_deposit's level 5, whose 32 px inks the
+augmentation never draws: it always uses the 24 px set, see below), and spatial
+parameters (given at 224 px in the tables) scale with ``min(H, W) / 224`` by the same rule
 (:attr:`medmnistc_fast.corruptions._spec.Context.scale`).
 
 Parameter draws (``lo``/``hi`` = smallest/largest table value over the chosen levels, per

@@ -9,8 +9,9 @@ Every random draw of a corruption comes from a 64-bit *image key*::
 so image ``k``'s output depends only on those five values and its pixels, whatever the batch,
 thread count or process split. Samplers build a :class:`numpy.random.Generator` (PCG64) from
 the key for scalar draws (angles, positions); the noise kernels use the key directly as the
-start of a SplitMix64 counter stream (element ``j`` uses ``splitmix64(key + (j + 1) * gamma)``).
-No global random state (``numpy.random.*`` or :mod:`random`) is ever touched.
+state of a SplitMix64 counter stream (its word ``i = 0, 1, ...`` is ``splitmix64(key + i * gamma)``,
+SplitMix64's finaliser of ``key + (i + 1) * gamma``; ``splitmix64(x)`` above is the finaliser
+of ``x + gamma``). No global random state (``numpy.random.*`` or :mod:`random`) is ever touched.
 
 References
 ----------

@@ -62,6 +62,9 @@ def test_functional_equals_public_with_same_values(rgb224):
     (lambda x: F.pixelate(x, 1.5), "factor must be > 0 and <= 1"),
     (lambda x: F.jpeg_compression(x, 2.5), "quality must be an int"),
     (lambda x: F.gaussian_noise(x, -0.1), "sigma must be > 0"),
+    # inf is > 0: without an upper bound the message must say the number has to be finite
+    (lambda x: F.gaussian_noise(x, float("inf")), "sigma must be > 0 and finite; got inf"),
+    (lambda x: F.brightness(x, float("inf")), "factor must be > 0 and finite; got inf"),
     (lambda x: F.gaussian_noise(x, 0.1, seed=-2), "seed must be a non-negative int"),
     (lambda x: F.motion_blur(x, 5, 2, "left"), "angle must be a finite real"),
     (lambda x: F.motion_blur(x, 10**7, 5, 30), "radius must be > 0 and <= 1024"),

@@ -500,7 +500,8 @@ def impulse(image: np.ndarray, amount: float, key: int) -> np.ndarray:
     Random stream. Element ``j`` (``j = C p + c`` for pixel ``p`` and channel ``c``, and
     ``j = 3 p + c`` for the virtual channels of a gray pixel) gets the 16-bit uniform
     ``u_j = (s[j // 4] >> (16 * (j % 4))) & 0xFFFF`` with
-    ``s[i] = splitmix64(key + (i + 1) * 0x9E3779B97F4A7C15)``, the counter stream of
+    ``s[i] = mix(key + (i + 1) * 0x9E3779B97F4A7C15)`` (``mix``: SplitMix64's finaliser, so
+    ``s[i]`` is the ``(i + 1)``-th output of SplitMix64 from state ``key``), the counter stream of
     :func:`apply_law`. Only when ``u_j`` is the integer part ``t1`` or ``t2`` of a cut point
     (see :func:`impulse_cuts`) does it also use ``w_j = s[2**63 + j]`` (64 bits, far past the
     main stream's ``ceil(3 H W / 4)`` numbers).
@@ -540,10 +541,10 @@ def apply_law(image: np.ndarray, noise: str, param: float, key: int) -> np.ndarr
     key : int in [0, 2**64)
         Counter-stream key. For gaussian, speckle and shot noise, element ``j`` (``j = 3 p + c``
         for pixel ``p`` and channel ``c`` of an RGB image, ``j = p`` for a gray pixel, sampled
-        from the gray law) uses 32 bits of ``splitmix64(key + (j // 2 + 1) *
-        0x9E3779B97F4A7C15)``: the high half when ``j`` is even, the low half when odd. Impulse
-        noise goes to :func:`impulse` (same counter stream, 16 bits per element, no alias
-        table).
+        from the gray law) uses 32 bits of ``mix(key + (j // 2 + 1) * 0x9E3779B97F4A7C15)``
+        (``mix``: SplitMix64's finaliser): the high half when ``j`` is even, the low half when
+        odd. Impulse noise goes to :func:`impulse` (same counter stream, 16 bits per element, no
+        alias table).
 
     Returns
     -------

@@ -106,8 +106,8 @@ HUE = Kind("hue", _sample_amount, _hue_kernel, random=False)
 
 def _uniforms(seed: int, n: int) -> np.ndarray:
     """``n`` floats in [-1, 1) from the SplitMix64 counter stream of ``seed`` (element j uses
-    ``splitmix64(seed + (j + 1) * GAMMA)``, top 53 bits); identical on every platform and NumPy
-    version, unlike a ``numpy.random`` stream."""
+    SplitMix64's finaliser of ``seed + (j + 1) * GAMMA``, top 53 bits); identical on every
+    platform and NumPy version, unlike a ``numpy.random`` stream."""
     with np.errstate(over="ignore"):
         z = _splitmix64_array(np.uint64(seed) + np.arange(n, dtype=np.uint64) * np.uint64(GAMMA))
     return (z >> np.uint64(11)).astype(np.float64) * (2.0 / 2.0**53) - 1.0
