@@ -155,13 +155,16 @@ def as_hwc(image, name: str = "image") -> np.ndarray:
     return np.ascontiguousarray(hwc)
 
 
-def as_nhwc(images, name: str = "images") -> np.ndarray:
-    """View ``images`` ((N, H, W), (N, H, W, 1) or (N, H, W, 3) uint8) as contiguous (N, H, W, C)."""
+def as_nhwc(images, name: str = "images", single: str = "corrupt()") -> np.ndarray:
+    """View ``images`` ((N, H, W), (N, H, W, 1) or (N, H, W, 3) uint8) as contiguous (N, H, W, C).
+
+    ``single`` names the call for one image in the error for an (H, W, C)-looking array.
+    """
     layout = "(N, H, W), (N, H, W, 1) or (N, H, W, 3)"
     arr = _check_array(images, name, (3, 4), layout)
     if arr.ndim == 3 and arr.shape[2] in (1, 3) and min(arr.shape[:2]) >= MIN_SIDE:
         raise ValueError(f"{name} of shape {arr.shape} looks like one (H, W, C) image, not a "
-                         f"batch {layout}; use corrupt() or add a batch axis (images[None])")
+                         f"batch {layout}; use {single} or add a batch axis (images[None])")
     nhwc = arr[..., None] if arr.ndim == 3 else arr
     _check_channels_and_sides(nhwc.shape[1:], name, layout, arr.shape)
     return np.ascontiguousarray(nhwc)

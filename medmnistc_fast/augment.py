@@ -437,6 +437,10 @@ def _read_pil(image, name: str):
     return hwc
 
 
+#: The call for one image, named in errors of :meth:`AugMedMNISTC.batch`.
+_SINGLE = "the transform itself (aug(image))"
+
+
 def _to_array(image, name: str, batched: bool):
     """Caller's image -> (uint8 ndarray (H, W, C) or (N, H, W, C), _Adapter).
 
@@ -450,7 +454,7 @@ def _to_array(image, name: str, batched: bool):
         elif arr.dtype != np.uint8:
             raise TypeError(f"{name} must have dtype uint8, or a floating dtype with values in "
                             f"[0, 1]; got {arr.dtype}")
-        work = as_nhwc(arr, name) if batched else as_hwc(arr, name)
+        work = as_nhwc(arr, name, _SINGLE) if batched else as_hwc(arr, name)
         # uint8 output is work reshaped (no copy) -> not owned; float output is a new array.
         return work, _Adapter("numpy", image.shape, image.dtype, None, batched,
                               arr.dtype != image.dtype)
@@ -477,7 +481,7 @@ def _to_array(image, name: str, batched: bool):
         else:
             arr = _float_to_u8(t.to(torch.float64).numpy(), name)
         arr = np.moveaxis(arr, -3, -1)
-        work = as_nhwc(arr, name) if batched else as_hwc(arr, name)
+        work = as_nhwc(arr, name, _SINGLE) if batched else as_hwc(arr, name)
         # The result is always copied into a clone of the tensor: the array is never returned.
         return work, _Adapter("tensor", tuple(image.shape), image.dtype, image, batched, True)
     allowed = ("a uint8 or float ndarray (N, H, W[, C]) or a torch tensor (N, C, H, W)"

@@ -329,7 +329,9 @@ class CorruptedSet:
     ValueError, TypeError
         Unknown names, bad ``root``, ``severity`` (including a level the file does not hold),
         ``format`` or ``split``; a file without the split's arrays, or whose arrays do not
-        have the layout above.
+        have the layout above; a file that the folder's ``generate`` manifest does not list
+        (left by an earlier run, as :func:`available_corruptions` leaves it out; open it
+        with :meth:`from_path`).
     ImportError
         A ``.zarr`` store without zarr installed.
     """
@@ -359,6 +361,13 @@ class CorruptedSet:
                 f"no corrupted set for {dataset}/{corruption} under {os.fspath(root)!r} "
                 f"(looked for {' and '.join(candidates[f] for f in order)}); present: "
                 f"{', '.join(present) or 'none'}")
+        listed = _manifest_files(folder)
+        if listed is not None and _manifest_entry(path) is None:
+            raise ValueError(
+                f"{path} is not listed in {os.path.join(folder, 'manifest.json')}: a file that "
+                f"a later generate run (--overwrite with other corruptions) did not make, or "
+                f"one still being written; its seed and parameters are unknown. Listed: "
+                f"{', '.join(listed) or 'none'}. CorruptedSet.from_path opens it anyway")
         self.dataset, self.corruption = dataset, corruption
         self._init(path, _format_of(path, format), severity, split)
 

@@ -535,6 +535,14 @@ def test_batch_matches_single_calls():
     assert g.shape == G.shape and g.dtype == np.float32
 
 
+def test_batch_of_one_image_names_the_transform():
+    # batch() given one (H, W, C) image points to the transform's own call, not corrupt().
+    aug = AugMedMNISTC("pathmnist", seed=2)
+    with pytest.raises(ValueError, match=r"looks like one \(H, W, C\) image.*use the "
+                                         r"transform itself \(aug\(image\)\)"):
+        aug.batch(_image(32, True, seed=0))
+
+
 def test_batch_tensor():
     torch = pytest.importorskip("torch")
     X = np.stack([_image(28, True, seed=s) for s in range(4)])

@@ -344,8 +344,33 @@ def test_auto_format_follows_the_manifest(tmp_path):
     assert cs.format == "zarr"
     want = mf.corrupt_batch(images, "pixelate", 3, dataset="pathmnist", seed=5, start=0)
     assert np.array_equal(cs.arrays()[0], want)
-    # An explicit format still reads what it names.
-    assert CorruptedSet(tmp_path, "pathmnist", "pixelate", format="npz").format == "npz"
+    # The stale npz (seed 0, not in the manifest) is refused by name, even when asked for;
+    # from_path opens it knowingly.
+    with pytest.raises(ValueError, match=r"pixelate\.npz is not listed in .*manifest\.json"):
+        CorruptedSet(tmp_path, "pathmnist", "pixelate", format="npz")
+    stale = CorruptedSet.from_path(tmp_path / "pathmnist" / "pixelate.npz", severity=3)
+    want0 = mf.corrupt_batch(images, "pixelate", 3, dataset="pathmnist", seed=0, start=0)
+    assert stale.format == "npz" and np.array_equal(stale.arrays()[0], want0)
+
+
+def test_file_left_by_an_earlier_run_is_refused(tmp_path):
+    # generate pixelate and bubble, then --overwrite with pixelate only: bubble.npz stays on
+    # disk but the manifest no longer lists it (its seed is not the manifest's).
+    from medmnistc_fast.generate import generate
+
+    g = np.random.default_rng(8)
+    images = g.integers(0, 256, (3, 16, 16, 3), dtype=np.uint8)
+    labels = g.integers(0, 9, (3, 1)).astype(np.int64)
+    out = tmp_path / "out"
+    generate("pathmnist", out, images=images, labels=labels, corruptions=["pixelate", "bubble"],
+             seed=1, workers=1)
+    generate("pathmnist", out, images=images, labels=labels, corruptions=["pixelate"], seed=2,
+             workers=1, overwrite=True)
+    assert (out / "pathmnist" / "bubble.npz").exists()
+    assert available_corruptions(out, "pathmnist") == ("pixelate",)
+    with pytest.raises(ValueError, match="bubble.npz is not listed in"):
+        CorruptedSet(out, "pathmnist", "bubble")
+    assert len(CorruptedSet(out, "pathmnist", "pixelate")) == 5 * 3
 
 
 @pytest.mark.parametrize("root", [None, 3, b"folder"])
