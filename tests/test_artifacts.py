@@ -19,10 +19,12 @@ venv; the tests never regenerate them.
 from __future__ import annotations
 
 import hashlib
-import math
 import importlib.util
 import json
+import math
 import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -285,6 +287,34 @@ def test_bubble_supersampled_at_fractional_factors(shape):
             rgb = img.astype(np.float64) if shape[2] == 3 else img.astype(np.float64)
             want = np.floor((rgb * (255 - a) + 255 * a) / 255 + 0.5)
             assert np.abs(out.astype(int) - want).max() <= 1
+
+
+def test_bubble_supersampled_tiles_do_not_change_the_result(monkeypatch):
+    # The fine layer is built in tiles of _BUBBLE_TILE_FINE fine pixels; any tile size gives
+    # the same bytes (each image pixel's weights and fine pixels are the same in every tiling).
+    img = np.random.default_rng(9).integers(0, 256, (27, 61, 3), dtype=np.uint8)
+    cases = [_run("bubble", "pathmnist", 5, img, key)[1]
+             for key in _keys("pathmnist", "bubble", 5, 6)]
+    whole = [A.bubble_kernel(img, **v) for v in cases]
+    for tile in (9, 40, 101):
+        monkeypatch.setattr(A, "_BUBBLE_TILE_FINE", tile)
+        assert all(np.array_equal(A.bubble_kernel(img, **v), w) for v, w in zip(cases, whole))
+
+
+def test_bubble_long_thin_image_memory():
+    # 8 x 40,000 px is 28 times finer: 224 x 1,120,000 fine pixels (251 MB, and 72 MB of int64
+    # row sums) if built at once. Peak resident memory of a fresh process, after the same
+    # corruption of an 8 x 400 image (kernels loaded) and after the long one.
+    code = ("import resource, numpy as np, medmnistc_fast as mf\n"
+            "def peak(width):\n"
+            "    img = np.full((8, width, 3), 90, np.uint8)\n"
+            "    out = mf.corrupt(img, 'bubble', 5, dataset='pathmnist', seed=0)\n"
+            "    assert (out != img).any()\n"
+            "    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            "print(peak(400), peak(40000))")
+    small, large = map(int, subprocess.run([sys.executable, "-c", code], check=True,
+                                           capture_output=True, text=True).stdout.split())
+    assert large - small < 40_000, (small, large)  # kB
 
 
 def test_bubble_share_does_not_depend_on_size():

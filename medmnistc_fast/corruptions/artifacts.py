@@ -553,6 +553,12 @@ def bubble_sample(param, ctx: Context) -> dict:
     return {"x": x, "y": y, "inner": inner, "outer": outer, "supersample": 1.0}
 
 
+#: Fine pixels per side of one tile of the supersampled bubble layer: the layer is built tile
+#: by tile (about 1 MB each), so a long thin image (8 x 100,000 px: 28 times finer) never
+#: holds its whole fine layer (627 MB) at once. The result does not depend on it.
+_BUBBLE_TILE_FINE = 1024
+
+
 def bubble_kernel(image: np.ndarray, x, y, inner, outer, supersample: float = 1.0) -> np.ndarray:
     """Composite white translucent bubbles onto the image.
 
@@ -573,10 +579,11 @@ def bubble_kernel(image: np.ndarray, x, y, inner, outer, supersample: float = 1.
         >= 0; radius 0 draws nothing).
     supersample : float >= 1, default 1
         1: the layer is drawn on the image's pixels. ``f > 1``: it is drawn on a grid ``f``
-        times finer, ``ceil(H f) x ceil(W f)``, each disk centred on the fine pixel holding
-        the centre of image pixel ``(x, y)``, ``floor((x + 0.5) f)``; each image pixel takes
+        times finer, ``ceil(H f) x ceil(W f)`` (tile by tile), each disk centred on the fine
+        pixel holding the centre of image pixel ``(x, y)``, ``floor((x + 0.5) f)``; each
+        image pixel takes
         the mean alpha over its ``f x f`` area (:func:`_area_mean`, rounded half up), and the
-        paste above. The registry uses ``1 / s`` below 224 px.
+        paste above. The registry uses ``224 / min(H, W)`` below 224 px.
 
     Returns
     -------
@@ -603,13 +610,26 @@ def bubble_kernel(image: np.ndarray, x, y, inner, outer, supersample: float = 1.
         alpha = _bubble_layer(height, width, channels, xs, ys, inner, outer, table,
                               BUBBLE_RIM_ALPHA, BUBBLE_BODY_ALPHA)
         return _paste_white(image, alpha.reshape(image.shape))
-    fine_h, fine_w = math.ceil(height * f), math.ceil(width * f)
-    layer = _bubble_layer(fine_h, fine_w, 1, np.floor((xs + 0.5) * f).astype(np.int64),
-                          np.floor((ys + 0.5) * f).astype(np.int64), inner, outer, table,
-                          BUBBLE_RIM_ALPHA, BUBBLE_BODY_ALPHA).reshape(fine_h, fine_w)
-    _, r_starts, r_band = _cell_weights(height, 0.0, fine_h, f)
-    _, c_starts, c_band = _cell_weights(width, 0.0, fine_w, f)
-    alpha = _area_mean(layer, r_starts, r_band, c_starts, c_band).astype(np.uint8)
+    fine_x = np.floor((xs + 0.5) * f).astype(np.int64)
+    fine_y = np.floor((ys + 0.5) * f).astype(np.int64)
+    tile = max(1, int(_BUBBLE_TILE_FINE // f))
+
+    def cells(t0, t1):  # fine range of image pixels t0..t1-1 and their weights
+        lo, hi = math.floor(t0 * f), math.ceil(t1 * f)
+        i0, starts, band = _cell_weights(t1, float(lo), hi - lo, f)
+        return lo, hi, starts[t0 - i0:], band[t0 - i0:]
+
+    alpha = np.empty((height, width), np.uint8)
+    for ty0 in range(0, height, tile):
+        ty1 = min(height, ty0 + tile)
+        fy0, fy1, r_starts, r_band = cells(ty0, ty1)
+        for tx0 in range(0, width, tile):
+            tx1 = min(width, tx0 + tile)
+            fx0, fx1, c_starts, c_band = cells(tx0, tx1)
+            layer = _bubble_layer(fy1 - fy0, fx1 - fx0, 1, fine_x - fx0, fine_y - fy0, inner,
+                                  outer, table, BUBBLE_RIM_ALPHA, BUBBLE_BODY_ALPHA)
+            alpha[ty0:ty1, tx0:tx1] = _area_mean(layer.reshape(fy1 - fy0, fx1 - fx0), r_starts,
+                                                 r_band, c_starts, c_band)
     return _paste_white(image, np.ascontiguousarray(
         np.broadcast_to(alpha[:, :, None], image.shape)))
 
@@ -1050,8 +1070,8 @@ def characters_kernel(image: np.ndarray, texts, sizes, x, y, colors,
         times finer (its pen start and baseline at the fine position of the centre of pixel
         ``(x, y)``, ``(x + 0.5) f - 0.5``) and average its coverage over the image's pixels,
         then blend the ink as Pillow does (:func:`_draw_words_supersampled`). The registry
-        uses ``1 / s`` below 224 px, so small images show the 224 px text as it would look
-        shrunk to their size.
+        uses ``224 / min(H, W)`` below 224 px, so small images show the 224 px text as it
+        would look shrunk to their size.
 
     Returns
     -------
