@@ -214,7 +214,7 @@ def test_public_equals_kernel_with_sampled_values(corruption, rgb224):
 
 
 def test_gaussian_blur_samples_table_kernel_and_scale():
-    # The sampled values are the table's kernel size, torchvision's default sigma
+    # Up to 224 px the sampled values are the table's kernel size, torchvision's default sigma
     # 0.3 ((k - 1) / 2 - 1) + 0.8 = .8, 1.1, 1.4, 1.7, 2.0 for chestmnist's 3, 5, 7, 9, 11, and
     # the image's scale min(H, W) / 224; the kernel carries them to the image's grid
     # (blur.scaled_gaussian_kernel1d, tested in tests/test_scaling.py).
@@ -226,6 +226,20 @@ def test_gaussian_blur_samples_table_kernel_and_scale():
             assert values["kernel_size"] == 2 * s + 1
             assert values["sigma"] == pytest.approx(want_sigmas[s - 1], rel=1e-12)
             assert values["scale"] == scale
+
+
+def test_gaussian_blur_kernel_scales_half_width_rounded_half_up_above_224():
+    # At 336 px (scale 3/2) the half widths 1, 2, 3, 4, 5 of chestmnist's kernels become 1.5,
+    # 3, 4.5, 6, 7.5 -> rounded half up 2, 3, 5, 6, 8 -> sizes 5, 7, 11, 13, 17; sigma
+    # .8, 1.1, 1.4, 1.7, 2.0 times 3/2; the kernel is then torchvision's for those (scale 1).
+    want_sizes = [5, 7, 11, 13, 17]
+    want_sigmas = [1.2, 1.65, 2.1, 2.55, 3.0]
+    for s in range(1, 6):
+        kind, param, base, ctx = _plan("chestmnist", "gaussian_blur", s, 0)
+        values = sample_values(kind, param, ctx, (336, 400, 3), rng.image_keys(base, 0))
+        assert values["kernel_size"] == want_sizes[s - 1]
+        assert values["sigma"] == pytest.approx(want_sigmas[s - 1], rel=1e-12)
+        assert values["scale"] == 1.0
 
 
 def test_motion_angle_uniform_on_plus_minus_45():

@@ -416,7 +416,11 @@ def scaled_gaussian_kernel1d(kernel_size: int, sigma: float, scale: float) -> np
 def _sample_gaussian(param, ctx) -> dict:
     k = int(param)
     sigma = 0.3 * ((k - 1) * 0.5 - 1) + 0.8  # torchvision's default sigma for kernel size k
-    return {"kernel_size": k, "sigma": sigma, "scale": ctx.scale}
+    s = ctx.scale
+    if s > 1.0:  # a wider Gaussian: half width scaled and rounded half up, sigma scaled
+        return {"kernel_size": 2 * math.floor((k - 1) / 2 * s + 0.5) + 1, "sigma": sigma * s,
+                "scale": 1.0}
+    return {"kernel_size": k, "sigma": sigma, "scale": s}  # carried (scaled_gaussian_kernel1d)
 
 
 def _gaussian_kernel(image, *, kernel_size, sigma, scale=1.0):
