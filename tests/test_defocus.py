@@ -220,7 +220,7 @@ def test_fma32_is_single_rounding():
     a[1], c[1] = -a[1], -c[1]
     a[2], b[2], c[2] = np.float32(2.0 ** -24), np.float32(1.0), np.float32(1.0)
     a[3], b[3], c[3] = np.float32(2.0 ** -24), np.float32(3.0), np.float32(1.0)
-    got = blur._fma32(a, b, c)
+    got = [blur._fma32(a[i], b[i], c[i]) for i in range(n)]
     for i in range(n):
         exact = Fraction(float(a[i])) * Fraction(float(b[i])) + Fraction(float(c[i]))
         lo = np.float32(float(exact))  # nearest double, then float32: refine by hand
