@@ -33,7 +33,7 @@ from ._npz import inspect_npz, read_member_array
 from ._validation import _is_int, check_corruption, check_dataset, check_path
 
 __all__ = ["CorruptedSet", "TorchCorruptedSet", "available_corruptions", "folder_name",
-           "IMAGES_KEY", "LABELS_KEY", "SPLITS"]
+           "IMAGES_KEY", "LABELS_KEY", "SPLITS", "MANIFEST_GENERATOR"]
 
 #: Array names of the test split's files (the reference's ``DatasetManager``); a file of the
 #: val or train split (``generate --split``) names them ``val_images`` etc.
@@ -41,6 +41,9 @@ IMAGES_KEY = "test_images"
 LABELS_KEY = "test_labels"
 #: MedMNIST splits, the prefixes of the array names.
 SPLITS = ("test", "val", "train")
+#: The ``generator`` field of every manifest ``generate`` writes: a ``manifest.json`` without
+#: it is another tool's, and says nothing about which files are current.
+MANIFEST_GENERATOR = "medmnistc_fast"
 
 _FORMATS = ("auto", "npz", "zarr")
 
@@ -163,13 +166,17 @@ def _format_of(path: str, fmt: str) -> str:
 
 def _manifest_files(folder: str):
     """The ``files`` of the generate manifest in ``folder`` (``{corruption: entry}``), or None:
-    no manifest, or an unreadable or foreign one (the reference writes none)."""
+    no manifest, or an unreadable or foreign one (the reference writes none; another tool's
+    ``manifest.json``, even with a ``files`` mapping of its own, has no ``generator`` field
+    equal to :data:`MANIFEST_GENERATOR`)."""
     try:
         with open(os.path.join(folder, "manifest.json"), encoding="utf-8") as fh:
             m = json.load(fh)
     except (OSError, ValueError):
         return None
-    files = m.get("files") if isinstance(m, dict) else None
+    if not isinstance(m, dict) or m.get("generator") != MANIFEST_GENERATOR:
+        return None
+    files = m.get("files")
     return files if isinstance(files, dict) else None
 
 

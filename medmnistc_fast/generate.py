@@ -117,7 +117,7 @@ from ._fileio import write_text_atomic as _write_text_atomic
 from ._version import __version__
 from ._validation import _fmt_choices, check_dataset, check_path
 from ._validation import check_int as _check_int
-from .datasets import SPLITS, folder_name
+from .datasets import MANIFEST_GENERATOR, SPLITS, folder_name
 from .api import corrupt, corrupt_batch, severity_table
 from .corruptions.pathology import suite_for_size
 
@@ -1220,7 +1220,7 @@ def _environment_diff(old, new: dict) -> list:
 
 
 def _params(inp: _Input, seed: int, fmt: str, compress: bool) -> dict:
-    return {"format_version": _MANIFEST_VERSION, "generator": "medmnistc_fast",
+    return {"format_version": _MANIFEST_VERSION, "generator": MANIFEST_GENERATOR,
             "version": __version__, "environment": byte_environment(), "dataset": inp.dataset,
             "size": inp.size, "split": inp.split, "seed": seed, "format": fmt,
             "compression": ("deflate-1" if fmt == "npz" else "zarr-default") if compress
@@ -1485,7 +1485,7 @@ class _DatasetRun:
         la = make(f"{split}_labels", shape=labels.shape, chunks=labels.shape,
                   dtype=labels.dtype, fill_value=0, **kw)
         la[...] = labels
-        g.attrs.update({"generator": "medmnistc_fast", "version": __version__,
+        g.attrs.update({"generator": MANIFEST_GENERATOR, "version": __version__,
                         "dataset": self.inp.dataset, "corruption": job.corruption,
                         "severities": list(job.severities), "seed": self.seed,
                         "split": split, "size": self.inp.size,

@@ -341,6 +341,49 @@ def test_bubble_rejects_bad_supersample(bad):
         A.bubble_kernel(img, [5], [5], [3], [5], supersample=bad)
 
 
+@pytest.mark.parametrize("f", [1.0000001, 224 / 223, 3.3, 7.000001, 224 / 37, 97.3, 1000.0,
+                               1024.0])
+@pytest.mark.parametrize("first", [-7.5, -0.3, 0.0, 0.25, 3.7])
+def test_cell_weights_of_a_covered_pixel_add_up_to_area_units(f, first):
+    # Each weight is AREA_UNITS * overlap / f; the overlaps of the fine cells covering a whole
+    # image pixel add up to its side f, so their weights to AREA_UNITS: the mean of a constant
+    # layer is that constant. Rounding each overlap on its own lost 320 of 40320 per pixel at
+    # f = 1000 and 1 at f = 3.3.
+    n = 6
+    n_fine = math.ceil(n * f - first) + 2
+    i0, starts, band = A._cell_weights(n, first, n_fine, f)
+    assert band.shape[0] == n - i0
+    for i in range(band.shape[0]):
+        lo, hi = (i0 + i) * f, (i0 + i + 1) * f
+        exact = [max(0.0, min(first + r + 1, hi) - max(first + r, lo)) * A.AREA_UNITS / f
+                 for r in range(starts[i], starts[i] + band.shape[1])]
+        exact = [e if starts[i] + k < n_fine else 0.0 for k, e in enumerate(exact)]
+        assert np.abs(band[i] - np.array(exact)).max() <= 1.0, (i, band[i], exact)
+        if lo >= first and hi <= first + n_fine:  # covered by fine cells
+            assert band[i].sum() == A.AREA_UNITS, (i, int(band[i].sum()))
+
+
+@pytest.mark.parametrize("f", [3.3, 97.3, 1000.0, 1024.0])
+def test_bubble_covering_the_image_at_any_factor(f):
+    # One body disk covering every fine pixel of a 2 x 3 image: alpha 100 everywhere, so each
+    # pixel is Pillow's paste DIV255(v * 155 + 255 * 100) (f = 1000 gave 129 for v = 50).
+    img = np.array([[[0], [50], [200]], [[255], [17], [128]]], np.uint8)
+    r = math.ceil(math.hypot(3 * f, 2 * f)) + 2  # from the centre of pixel (1, 1), any corner
+    out = A.bubble_kernel(img, [1], [1], [r], [r + 2], supersample=f)
+    t = img.astype(np.int64) * 155 + 255 * 100 + 128
+    assert np.array_equal(out, ((t >> 8) + t) >> 8)
+
+
+@pytest.mark.parametrize("bad", [1024.5, 1e5, 1e12])
+def test_supersample_has_an_upper_bound(bad):
+    # f**2 fine pixels per image pixel: 1e5 asked numpy for 10 GB per bubble tile.
+    img = np.zeros((20, 20, 3), np.uint8)
+    with pytest.raises(ValueError, match="supersample must be a finite number >= 1 and <= 1024"):
+        A.bubble_kernel(img, [5], [5], [3], [5], supersample=bad)
+    with pytest.raises(ValueError, match="supersample must be a finite number >= 1 and <= 1024"):
+        A.characters_kernel(img, ("abc",), (4.7,), [3], [10], [[1, 2, 3]], supersample=bad)
+
+
 def test_bubble_edges_and_overlaps_bit_exact_with_pillow():
     img = np.random.default_rng(6).integers(0, 256, (50, 70, 3), dtype=np.uint8)
     v = {"x": np.array([-3, 0, 69, 72, 35, 36, 10]), "y": np.array([0, 49, 25, -2, 25, 27, 52]),

@@ -456,6 +456,21 @@ def test_generated_val_split_reads_back(tmp_path):
         CorruptedSet(tmp_path, "pathmnist", "pixelate")  # the test split's folder
 
 
+def test_another_tools_manifest_lists_nothing(tmp_path):
+    # A manifest.json written by another tool, with a "files" mapping of its own, is not a
+    # generate manifest (no generator "medmnistc_fast"): the files beside it open, are listed,
+    # and hold all five levels (it used to refuse every file as "not listed").
+    images, labels = _data()
+    _write(tmp_path, "pathmnist", "pixelate", images, labels)
+    foreign = {"files": {"pixelate.npz": {"bytes": 1234, "severities": [2]}},
+               "tool": "my-archiver"}
+    (tmp_path / "pathmnist" / "manifest.json").write_text(json.dumps(foreign))
+    assert available_corruptions(tmp_path, "pathmnist") == ("pixelate",)
+    cs = CorruptedSet(tmp_path, "pathmnist", "pixelate")
+    assert cs.stored_severities == (1, 2, 3, 4, 5) and len(cs) == 5 * N
+    assert np.array_equal(cs.arrays()[0], images)
+
+
 def test_available_lists_the_manifest_files_only(tmp_path):
     # An --overwrite run with other parameters leaves the earlier run's other files on disk;
     # listing them would mix seeds in one evaluation loop.
