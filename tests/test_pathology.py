@@ -306,15 +306,19 @@ def oracle_filter(img, kernel):
 
 
 @pytest.mark.parametrize("dataset", SUITES)
-@pytest.mark.parametrize("shape", [None, (50, 70, 3), (13, 11, 3)])
+@pytest.mark.parametrize("shape", [None, (50, 70, 3), (13, 11, 3), "larger"])
 def test_defocus_oracle(ihc, dataset, shape):
+    # Below the reference size the carried kernel (oracle_scaled_disk); above it the spec's
+    # kernel made with radius and alias sigma scaled.
+    if shape == "larger":
+        shape = (REF[dataset] * 5 // 4, REF[dataset] * 3 // 2, 3)
     shape = shape or (REF[dataset], REF[dataset], 3)
     img = image_of_shape(ihc, shape)
     scale = min(shape[:2]) / REF[dataset]
     for s, (radius, alias) in enumerate(registry.TABLES[dataset]["defocus_blur"], 1):
         got = mf.corrupt(img, "defocus_blur", s, dataset=dataset)
-        kernel = oracle_disk(radius, alias) if scale == 1 else oracle_scaled_disk(radius, alias,
-                                                                                  scale)
+        kernel = (oracle_disk(radius * scale, alias * scale) if scale >= 1
+                  else oracle_scaled_disk(radius, alias, scale))
         want = oracle_filter(img, kernel)
         assert np.abs(got.astype(int) - want).max() <= 1, (s, radius, alias)
 

@@ -262,6 +262,8 @@ def scaled_defocus_kernel(radius: float, alias_sigma: float, scale: float) -> np
     that restores it; rescaled to the reference kernel's sum. At ``scale == 1`` it is the
     reference kernel exactly; a disk of radius 0.3 px at 28 px still blurs, by the amount its
     variance gives, where a thresholded disk (or plain area resampling) would leave one pixel.
+    The registry uses it below 224 px; above, the reference's ``disk()`` with radius and alias
+    sigma scaled (area resampling would widen the kernel as a staircase).
 
     Returns
     -------
@@ -281,7 +283,10 @@ def scaled_defocus_kernel(radius: float, alias_sigma: float, scale: float) -> np
 
 def _sample_defocus(param, ctx) -> dict:
     radius, alias = param
-    return {"radius": float(radius), "alias_sigma": float(alias), "scale": ctx.scale}
+    s = ctx.scale
+    if s > 1.0:  # the reference's disk() with radius and alias sigma scaled
+        return {"radius": float(radius) * s, "alias_sigma": float(alias) * s, "scale": 1.0}
+    return {"radius": float(radius), "alias_sigma": float(alias), "scale": s}
 
 
 def _defocus_kernel(image, *, radius, alias_sigma, scale=1.0):
