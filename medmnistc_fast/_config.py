@@ -3,9 +3,10 @@
 Kernels compile lazily on first call (never at import) and are cached on disk
 (``cache=True``) when Numba has somewhere to write: ``NUMBA_CACHE_DIR`` when it is set (Numba
 tries it first), else the package's ``__pycache__`` folders or, failing that, the user's cache
-folder. Where none is writable (a read-only install run by a user without a writable home), Numba would
-refuse to decorate the kernels and the import would fail; the kernels then run uncached, they
-compile in every new process, and a :class:`RuntimeWarning` says how to enable the cache.
+folder. Where none is writable (a read-only install run by a user without a writable home),
+Numba would refuse to decorate the kernels and the import would fail; the kernels then run
+uncached, they compile in every new process, and a :class:`RuntimeWarning` says how to enable
+the cache.
 ``nogil=True`` lets :func:`medmnistc_fast.corrupt_batch` run them in parallel threads.
 """
 import warnings

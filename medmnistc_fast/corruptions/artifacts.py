@@ -560,8 +560,9 @@ def bubble_sample(param, ctx: Context) -> dict:
         centre). From 224 px up, ``inner = round(r * s)``, ``outer = max(1, round((r + 2) *
         s))`` and ``supersample = 1``. Below 224 px the bubbles keep their 224 px radii
         ``inner = r``, ``outer = r + 2`` on a grid ``1 / s`` times finer (``supersample =
-        ctx.supersample = 224 / min(H, W)``): a 2 px rim scaled to a fraction of a pixel cannot be drawn, and rounding it up
-        to 1 px gave 28 and 64 px images 1.4-1.8 times the 224 px share of bubble.
+        ctx.supersample = 224 / min(H, W)``): a 2 px rim scaled to a fraction of a pixel
+        cannot be drawn, and rounding it up to 1 px gave 28 and 64 px images 1.4-1.8 times
+        the 224 px share of bubble.
     """
     max_radius, max_bubbles = int(param[0]), int(param[1])
     height, width = int(ctx.shape[0]), int(ctx.shape[1])
@@ -615,9 +616,8 @@ def bubble_kernel(image: np.ndarray, x, y, inner, outer, supersample: float = 1.
         1: the layer is drawn on the image's pixels. ``f > 1``: it is drawn on a grid ``f``
         times finer, ``ceil(H f) x ceil(W f)`` (tile by tile), each disk centred on the fine
         pixel holding the centre of image pixel ``(x, y)``, ``floor((x + 0.5) f)``; each
-        image pixel takes
-        the mean alpha over its ``f x f`` area (:func:`_area_mean`, rounded half up), and the
-        paste above. The registry uses ``224 / min(H, W)`` below 224 px.
+        image pixel takes the mean alpha over its ``f x f`` area (:func:`_area_mean`, rounded
+        half up), and the paste above. The registry uses ``224 / min(H, W)`` below 224 px.
 
     Returns
     -------
@@ -956,7 +956,8 @@ def _characters_layout(max_letters: int, top: int, height: int, width: int, s: f
     """Per-(table entry, image size) constants of :func:`characters_sample`.
 
     Returns ``(sizes, x_ranges, y_range)``: the Pillow size of each font-scale percentage
-    14..top (at ``max(s, 1)``: smaller images draw the 224 px text supersampled); per letter count k (0..max_letters) the x range ``(lo, number of values)`` of
+    14..top (at ``max(s, 1)``: smaller images draw the 224 px text supersampled); per letter
+    count k (0..max_letters) the x range ``(lo, number of values)`` of
     ``randint(round(10 s), W - round(8 s k))``; the y range likewise. An empty range becomes
     ``(lo clipped to the image, 0)``.
     """
