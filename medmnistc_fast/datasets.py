@@ -255,8 +255,9 @@ def available_corruptions(root, dataset: str, split: str = "test") -> tuple:
     tuple of str
         In the reference's order (``medmnistc_fast.corruptions(dataset)``); empty when the
         folder exists but holds none. When the folder has a ``generate`` manifest, only the
-        corruptions it lists: files that an ``--overwrite`` run with other parameters did not
-        regenerate stay on disk, and would mix runs (seeds, sizes) in one evaluation.
+        corruptions it lists, and only if the file it names is there: files that an
+        ``--overwrite`` run with other parameters did not regenerate stay on disk, and would mix
+        runs (seeds, sizes) in one evaluation (the same files :class:`CorruptedSet` opens).
 
     Raises
     ------
@@ -275,10 +276,16 @@ def available_corruptions(root, dataset: str, split: str = "test") -> tuple:
                                 f"folder holding {sub}/)")
     folder = os.path.join(root, sub)
     listed = _manifest_files(folder)
-    return tuple(c for c in registry.TABLES[dataset]
-                 if (listed is None or c in listed)
-                 and (os.path.exists(os.path.join(folder, c + ".npz"))
-                      or os.path.exists(os.path.join(folder, c + ".zarr"))))
+
+    def present(c):
+        if listed is None:
+            return any(os.path.exists(os.path.join(folder, c + ext)) for ext in (".npz", ".zarr"))
+        # the file the manifest names (a stale file of the other format does not count)
+        entry = listed.get(c)
+        name = entry.get("file") if isinstance(entry, dict) else None
+        return isinstance(name, str) and os.path.exists(os.path.join(folder, name))
+
+    return tuple(c for c in registry.TABLES[dataset] if present(c))
 
 
 class CorruptedSet:

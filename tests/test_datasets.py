@@ -373,6 +373,21 @@ def test_file_left_by_an_earlier_run_is_refused(tmp_path):
     assert len(CorruptedSet(out, "pathmnist", "pixelate")) == 5 * 3
 
 
+def test_available_lists_what_corruptedset_opens(tmp_path):
+    # npz run, then a zarr --overwrite run: the manifest names pixelate.zarr; with that store
+    # deleted by hand only the stale npz remains, which CorruptedSet refuses, so
+    # available_corruptions must not list pixelate either.
+    import shutil
+
+    _generated(tmp_path, "npz", None, seed=0)
+    _generated(tmp_path, "zarr", None, seed=5, overwrite=True)
+    assert available_corruptions(tmp_path, "pathmnist") == ("pixelate",)
+    shutil.rmtree(tmp_path / "pathmnist" / "pixelate.zarr")
+    assert available_corruptions(tmp_path, "pathmnist") == ()
+    with pytest.raises(ValueError, match="not listed in"):
+        CorruptedSet(tmp_path, "pathmnist", "pixelate")
+
+
 @pytest.mark.parametrize("root", [None, 3, b"folder"])
 def test_bad_root_type(tmp_path, root):
     with pytest.raises(TypeError, match="root must be a str or os.PathLike"):
