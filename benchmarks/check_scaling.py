@@ -48,8 +48,8 @@ def shrink(img: np.ndarray, size: int) -> np.ndarray:
     return np.asarray(Image.fromarray(img).resize((size, size), Image.BOX))
 
 
-def measure(n: int, keys: int, sizes) -> dict:
-    images = {True: distinct_images(n, 224, True), False: distinct_images(n, 224, False)}
+def measure(images: dict, keys: int, sizes) -> dict:
+    """Entries for the 224 px ``images`` (``{True: RGB (N, 224, 224, 3), False: gray}``)."""
     small = {(rgb, s): [shrink(i, s) for i in imgs] for rgb, imgs in images.items()
              for s in sizes}
     entries, cache = {}, {}
@@ -140,9 +140,9 @@ def main(argv=None):
     if render_only(args, markdown):
         return 0
     t0 = time.perf_counter()
-    entries = measure(args.n, args.keys, args.sizes)
-    images = {"rgb": len(distinct_images(args.n, 224, True)),
-              "gray": len(distinct_images(args.n, 224, False))}
+    images = {rgb: distinct_images(args.n, 224, rgb) for rgb in (True, False)}
+    entries = measure(images, args.keys, args.sizes)
+    images = {"rgb": len(images[True]), "gray": len(images[False])}
     result = {"meta": {"commit": git_commit(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
                        "machine": f"{platform.machine()} {os.cpu_count()} cores, Python "
                                   f"{platform.python_version()}, numpy {np.__version__}",

@@ -44,7 +44,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from .._config import NJIT
 from ..rng import generator
-from ._spec import Context, Kind
+from ._spec import Context, Kind, to_gray, to_rgb
 
 __all__ = [
     "STAIN_DEPOSIT", "BUBBLE", "BLACK_CORNER", "CHARACTERS",
@@ -1131,13 +1131,11 @@ def characters_kernel(image: np.ndarray, texts, sizes, x, y, colors,
         cols = np.asarray(colors, np.uint8)
         if f > 1.0:
             gray = image.shape[2] == 1
-            rgb = np.repeat(out, 3, axis=2) if gray else out
+            rgb = to_rgb(out)  # a copy for gray images, out itself for RGB
             _draw_words_supersampled(rgb, atlas.pixels, atlas.glyphs, codes, firsts, lengths,
                                      xs, ys, cols, f)
-            if gray:  # Pillow's RGB -> L; untouched pixels (R = G = B) map back to themselves
-                lum = rgb.astype(np.uint32) @ np.array([19595, 38470, 7471], np.uint32)
-                out[:, :, 0] = (lum + 0x8000) >> 16
-            return out
+            # Pillow's RGB -> L; untouched pixels (R = G = B) map back to themselves
+            return to_gray(rgb) if gray else out
         draw = _draw_words_gray if image.shape[2] == 1 else _draw_words
         draw(out, atlas.pixels, atlas.glyphs, codes, firsts, lengths, xs, ys + _BASELINE_SHIFT,
              cols)

@@ -265,9 +265,17 @@ def scaled_defocus_kernel(radius: float, alias_sigma: float, scale: float) -> np
     The registry uses it below 224 px; above, the reference's ``disk()`` with radius and alias
     sigma scaled (area resampling would widen the kernel as a staircase).
 
+    Parameters
+    ----------
+    radius, alias_sigma : float > 0
+        The table's disk radius and anti-alias Gaussian sigma, pixels at 224 px.
+    scale : float > 0
+        ``min(H, W) / 224`` (:attr:`~._spec.Context.scale`).
+
     Returns
     -------
     ndarray, shape (n, n), n odd, float32, read-only
+        Sum equal to :func:`defocus_kernel`'s (about 1.0-1.013).
     """
     k = defocus_kernel(radius, alias_sigma)
     if scale == 1.0:
@@ -341,9 +349,19 @@ def motion_taps_scaled(radius: float, sigma: float, angle: float, scale: float):
     quarter of the change the 224 px blur makes there). At ``scale == 1`` the taps are
     :func:`motion_taps` unchanged.
 
+    Parameters
+    ----------
+    radius, sigma : float > 0
+        The table's motion radius and sigma, pixels at 224 px.
+    angle : float
+        Degrees (the registry draws it from U(-45, 45)).
+    scale : float in (0, 1]
+        ``min(H, W) / 224``.
+
     Returns
     -------
     (weights float64 (m,), dx int32 (m,), dy int32 (m,)), m <= 4 n
+        Weights sum to 1 (up to rounding); offsets in pixels of the scaled image.
     """
     w, dx, dy = motion_taps(radius, sigma, angle)
     if scale == 1.0:
@@ -427,9 +445,19 @@ def scaled_gaussian_kernel1d(kernel_size: int, sigma: float, scale: float) -> np
     At ``scale == 1`` it is :func:`gaussian_kernel1d` exactly; at 28 px the table's kernels
     (sigma 0.8-2.0 px at 224) keep a blur of sigma 0.1-0.25 px instead of none.
 
+    Parameters
+    ----------
+    kernel_size : int, odd, >= 1
+        The table's kernel size, pixels at 224 px.
+    sigma : float > 0
+        Pixels at 224 px (torchvision's default for ``kernel_size`` in the registry).
+    scale : float in (0, 1]
+        ``min(H, W) / 224`` (the registry scales size and sigma themselves above 224 px).
+
     Returns
     -------
     ndarray, shape (n,), n odd, float32, read-only
+        Normalised to sum 1.
     """
     k = gaussian_kernel1d(kernel_size, sigma)
     if scale == 1.0:
