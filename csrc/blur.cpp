@@ -292,12 +292,16 @@ ImageOut zoom_blur(const ImageIn& image, const Array<double>& zooms) {
 //
 // Structured plan (kernel, mask, gauss1d). The defocus kernel is a binary disk scaled by 1 / N
 // and blurred by a 3x3 or 5x5 Gaussian in float32 (reference `disk()`), so
-//     kernel = c * S + R,   S = (g outer g) (*) mask   (full 2-D convolution, double),
-// with c = kernel / S at the largest tap of S, and R a remainder made of the float32 rounding of
-// the kernel (~1e-7 relative) plus the taps where the reference's blur reflected at the border of
-// the kernel (up to ~10% of the largest tap; 12 taps for radius 7, 48 for radius 8). S costs one
-// integer run per mask row (the disk sums) plus two passes of the 1-D Gaussian; R keeps its taps
-// above 2^-18 * max|kernel| and is evaluated like the exact plan. The sum of the dropped taps is
+//     kernel = c * T + R,   T = S + (border terms),   S = (g outer g) (*) mask
+// (full 2-D convolution, double), with c = kernel / T at the largest tap of T. The border terms
+// are the taps where the reference's blur reflected at the border of the kernel grid or was cut
+// off by it (up to ~10% of the largest tap; 160 taps for radius 10 with the 5x5 blur); they are
+// products of the mask with the Gaussian's border part along one axis (see plan_structured) and
+// cost a few integer runs. R is the remainder: the float32 rounding of the kernel (~1e-7
+// relative) and whatever else the model misses. S costs one integer run per mask row (the disk
+// sums) plus two passes of the 1-D Gaussian; R keeps its taps above 2^-18 * max|kernel| and is
+// evaluated like the exact plan (before the border terms, R held the border taps: radius 10 was
+// 2.1x slower, same bytes on 13 M samples but one). The sum of the dropped taps is
 // folded into c, so the kernel sum (the gain on flat regions) is kept to double precision. The
 // dropped taps move a result by at most 2 * sum|dropped|, below 1e-7 in [0, 1] units for every
 // MedMNIST-C kernel; at 224 px this flipped the truncation, by one level, on at most 21 of
@@ -340,8 +344,9 @@ std::vector<TapClass> tap_classes(const double* k, ptrdiff_t kh, ptrdiff_t kw, d
     return classes;
 }
 
-// The kernel as evaluated: an optional structured part c * (g outer g) (*) mask, and classes of
-// runs, all in a frame of (2 fh + 1) x (2 fw + 1) taps centred on the anchor.
+// The kernel as evaluated: an optional structured part c * (g outer g) (*) mask with its
+// border terms, and classes of runs, all in a frame of (2 fh + 1) x (2 fw + 1) taps centred on
+// the anchor.
 struct FilterPlan {
     ptrdiff_t fh = 0, fw = 0;
     std::vector<TapClass> classes;
@@ -350,12 +355,36 @@ struct FilterPlan {
     ptrdiff_t mh = 0, mw = 0;
     std::vector<double> g;         // along x
     std::vector<double> g_scaled;  // along y, times the scale c
+    // Border terms of the structured part (see plan_structured): Ev, classes of mask-row runs
+    // on the model rows (row = model row + gl / 2), summed over the extended row and blurred
+    // along x by g_scaled; Eh, the vertical runs (a0, a1) of the mask columns kept as running
+    // sums, combined per column offset (dx: padded column of x = 0) and blurred along y.
+    std::vector<TapClass> ev_classes;
+    struct ColRun {
+        ptrdiff_t a0, a1;
+    };
+    struct EhTap {
+        std::size_t run;
+        ptrdiff_t dx;
+    };
+    struct EhClass {
+        double value;
+        std::vector<EhTap> taps;
+    };
+    std::vector<ColRun> col_runs;
+    std::vector<EhClass> eh_classes;
 
     // Work per output sample, in units of one integer run (measured: a double-precision tap of
     // the Gaussian passes costs about two runs).
     std::size_t cost() const {
         std::size_t n = mask_runs.size() + 4 * g.size();
         for (const TapClass& c : classes) n += c.runs.size();
+        if (!ev_classes.empty()) {
+            n += 2 * g.size();
+            for (const TapClass& c : ev_classes) n += c.runs.size() + 2;
+        }
+        if (!eh_classes.empty()) n += 2 + col_runs.size();
+        for (const EhClass& c : eh_classes) n += c.taps.size() + 2;
         return n;
     }
 };
@@ -370,13 +399,43 @@ FilterPlan plan_exact(const double* k, ptrdiff_t kh, ptrdiff_t kw) {
     return plan;
 }
 
+// Border part of a Gaussian blur with reflect-101 on a grid of n taps (OpenCV's GaussianBlur of
+// the reference's disk): E = A - F, (n + gl - 1) x n, row i + gl / 2 for output row i in
+// [-gl / 2, n + gl / 2), where A[i][a] = sum of g[t + gl / 2] over the t with
+// reflect101(i + t) == a for i inside the grid (0 outside it) and F[i][a] = g[a - i + gl / 2]
+// (|a - i| <= gl / 2) is the plain, untruncated blur. Nonzero only within gl / 2 of the grid's
+// border: the taps the reflection adds and the ones the truncation removes.
+std::vector<double> border_blur_difference(ptrdiff_t n, const double* g, ptrdiff_t gl) {
+    const ptrdiff_t half = gl / 2, rows = n + gl - 1;
+    std::vector<double> e(static_cast<std::size_t>(rows * n), 0.0);
+    for (ptrdiff_t i = -half; i < n + half; ++i) {
+        double* erow = e.data() + (i + half) * n;
+        for (ptrdiff_t t = -half; t <= half; ++t) {
+            const double w = g[t + half];
+            if (i >= 0 && i < n) erow[reflect101_index(i + t, n)] += w;
+            if (i + t >= 0 && i + t < n) erow[i + t] -= w;
+        }
+    }
+    return e;
+}
+
+// The structured plan. With M the 0/1 mask, g the 1-D Gaussian and E_v, E_h the border parts
+// of its reflect-101 blur along y and x (border_blur_difference; zero when the kernel and mask
+// grids differ), the reference kernel is, up to its float32 rounding,
+//     K = c (F + E_v) M (F + E_h)^T = c (F M F^T + E_v M F^T + F M E_h^T + E_v M E_h^T).
+// The first three terms are evaluated with integer sums: F M F^T as mask-row runs (the disk
+// sums B) blurred by g along x and y; E_v M F^T as mask-row runs on the few rows E_v touches,
+// blurred along x; F M E_h^T as vertical runs of the border columns, blurred along y. The
+// remainder R = K - c T (T the three terms) holds E_v M E_h^T (empty for disks wider than a
+// few pixels) and the float32 rounding; its taps above 2^-18 * max|kernel| are evaluated like
+// the exact plan.
 FilterPlan plan_structured(const double* k, ptrdiff_t kh, ptrdiff_t kw, const uint8_t* mask,
                            ptrdiff_t mh, ptrdiff_t mw, const double* g, ptrdiff_t gl) {
     FilterPlan plan;
     plan.mh = mh;
     plan.mw = mw;
     plan.g.assign(g, g + gl);
-    // S = (g outer g) (*) mask spans (mh + gl - 1) x (mw + gl - 1) taps.
+    // T spans (mh + gl - 1) x (mw + gl - 1) taps.
     plan.fh = std::max(kh / 2, mh / 2 + gl / 2);
     plan.fw = std::max(kw / 2, mw / 2 + gl / 2);
     const ptrdiff_t fkh = 2 * plan.fh + 1, fkw = 2 * plan.fw + 1;
@@ -388,12 +447,42 @@ FilterPlan plan_structured(const double* k, ptrdiff_t kh, ptrdiff_t kw, const ui
         }
     }
     const ptrdiff_t oy = plan.fh - mh / 2 - gl / 2, ox = plan.fw - mw / 2 - gl / 2;
-    for (ptrdiff_t i = 0; i < mh; ++i) {
-        for (ptrdiff_t j = 0; j < mw; ++j) {
-            if (!mask[i * mw + j]) continue;
-            for (ptrdiff_t a = 0; a < gl; ++a) {
-                double* srow = sf.data() + (oy + i + a) * fkw + ox + j;
-                for (ptrdiff_t b = 0; b < gl; ++b) srow[b] += g[a] * g[b];
+    const ptrdiff_t th = mh + gl - 1, tw = mw + gl - 1;  // model rows and columns
+    // Model rows and columns of the blur along y (F + E_v) and x: entry [i][a], i a model row,
+    // a a mask row. The border terms apply when the kernel is the blurred mask on its own grid.
+    const bool border = gl >= 3 && kh == mh && kw == mw;
+    const std::vector<double> ev =
+        border ? border_blur_difference(mh, g, gl) : std::vector<double>(th * mh, 0.0);
+    const std::vector<double> eh =
+        border ? border_blur_difference(mw, g, gl) : std::vector<double>(tw * mw, 0.0);
+    // X = M F^T (mask rows x model columns), then T = F X + E_v X + F M E_h^T.
+    std::vector<double> x(static_cast<std::size_t>(mh * tw), 0.0);
+    for (ptrdiff_t a = 0; a < mh; ++a) {
+        for (ptrdiff_t b = 0; b < mw; ++b) {
+            if (!mask[a * mw + b]) continue;
+            for (ptrdiff_t t = 0; t < gl; ++t) x[a * tw + b + t] += g[t];
+        }
+    }
+    for (ptrdiff_t i = 0; i < th; ++i) {
+        double* srow = sf.data() + (oy + i) * fkw + ox;
+        for (ptrdiff_t a = 0; a < mh; ++a) {
+            const ptrdiff_t t = i - a;  // F[i][a] = g[t] for t in [0, gl)
+            const double w = (t >= 0 && t < gl ? g[t] : 0.0) + ev[i * mh + a];
+            if (w == 0.0) continue;
+            for (ptrdiff_t j = 0; j < tw; ++j) srow[j] += w * x[a * tw + j];
+        }
+    }
+    std::vector<std::pair<ptrdiff_t, ptrdiff_t>> eh_nz;  // (model column, mask column)
+    for (ptrdiff_t j = 0; j < tw; ++j) {
+        for (ptrdiff_t b = 0; b < mw; ++b) {
+            if (eh[j * mw + b] != 0.0) eh_nz.emplace_back(j, b);
+        }
+    }
+    for (ptrdiff_t a = 0; a < mh; ++a) {
+        for (const auto& [j, b] : eh_nz) {
+            if (!mask[a * mw + b]) continue;
+            for (ptrdiff_t t = 0; t < gl; ++t) {
+                sf[(oy + a + t) * fkw + ox + j] += g[t] * eh[j * mw + b];
             }
         }
     }
@@ -419,12 +508,55 @@ FilterPlan plan_structured(const double* k, ptrdiff_t kh, ptrdiff_t kw, const ui
     const double scale = c + dropped / s_sum;
     for (const double v : plan.g) plan.g_scaled.push_back(scale * v);
     plan.classes = tap_classes(rem.data(), fkh, fkw, 0.0);
+    std::vector<std::vector<Run>> row_runs(static_cast<std::size_t>(mh));
     for (ptrdiff_t i = 0; i < mh; ++i) {
         for (ptrdiff_t j = 0; j < mw;) {
             ptrdiff_t e = j;
             while (e < mw && mask[i * mw + e]) ++e;
-            if (e > j) plan.mask_runs.push_back({i, j, e});
+            if (e > j) {
+                plan.mask_runs.push_back({i, j, e});
+                row_runs[i].push_back({i, j, e});
+            }
             j = std::max(e, j + 1);
+        }
+    }
+    // E_v M F^T: the runs of mask row a on model row i, in the class of the value E_v[i][a].
+    for (ptrdiff_t i = 0; i < th; ++i) {
+        for (ptrdiff_t a = 0; a < mh; ++a) {
+            const double v = ev[i * mh + a];
+            if (v == 0.0 || row_runs[a].empty()) continue;
+            auto cls = std::find_if(plan.ev_classes.begin(), plan.ev_classes.end(),
+                                    [v](const TapClass& t) { return t.value == v; });
+            if (cls == plan.ev_classes.end()) {
+                plan.ev_classes.push_back({v, {}});
+                cls = plan.ev_classes.end() - 1;
+            }
+            for (const Run& r : row_runs[a]) cls->runs.push_back({i, r.j0, r.j1});
+        }
+    }
+    // F M E_h^T: the vertical runs of the mask columns E_h touches, each kept once.
+    for (const auto& [j, b] : eh_nz) {
+        for (ptrdiff_t a = 0; a < mh;) {
+            ptrdiff_t e = a;
+            while (e < mh && mask[e * mw + b]) ++e;
+            if (e > a) {
+                std::size_t run = 0;
+                while (run < plan.col_runs.size() &&
+                       (plan.col_runs[run].a0 != a || plan.col_runs[run].a1 != e - 1)) {
+                    ++run;
+                }
+                if (run == plan.col_runs.size()) plan.col_runs.push_back({a, e - 1});
+                // Model column j is image column x + j - mw / 2 - gl / 2, padded x + j + ox.
+                const double v = eh[j * mw + b];
+                auto cls = std::find_if(plan.eh_classes.begin(), plan.eh_classes.end(),
+                                        [v](const FilterPlan::EhClass& t) { return t.value == v; });
+                if (cls == plan.eh_classes.end()) {
+                    plan.eh_classes.push_back({v, {}});
+                    cls = plan.eh_classes.end() - 1;
+                }
+                cls->taps.push_back({run, j + ox});
+            }
+            a = std::max(e, a + 1);
         }
     }
     return plan;
@@ -549,6 +681,23 @@ MMC_CLONES void correlate_double_rows(double* __restrict acc, const double* cons
     }
 }
 
+// acc[j] += sum_b g[b] * src[j + b * stride], b ascending
+MMC_CLONES void add_correlated_row(double* __restrict acc, const double* __restrict src,
+                                   const double* g, ptrdiff_t taps, ptrdiff_t stride,
+                                   ptrdiff_t n) {
+    for (ptrdiff_t b = 0; b < taps; ++b) {
+        const double gb = g[b];
+        const double* s = src + b * stride;
+        for (ptrdiff_t j = 0; j < n; ++j) acc[j] += gb * s[j];
+    }
+}
+
+// run[i] += hi[i] - lo[i]
+MMC_CLONES void slide_run(std::int32_t* __restrict run, const uint8_t* __restrict hi,
+                          const uint8_t* __restrict lo, ptrdiff_t n) {
+    for (ptrdiff_t i = 0; i < n; ++i) run[i] += static_cast<std::int32_t>(hi[i]) - lo[i];
+}
+
 // out = trunc(clip(acc / 255, 0, 1) * 255), acc being the filtered 0..255 image. Clipping the
 // truncated integer to [0, 255] gives the same result and vectorises; |acc| <= 255 * 1024 by the
 // check on sum|kernel| in filter2d().
@@ -566,16 +715,19 @@ void filter2d_impl(const uint8_t* src, uint8_t* dst, const Shape& s, const Filte
     const ptrdiff_t fkh = 2 * plan.fh + 1;
     const ptrdiff_t wp = s.w + 2 * plan.fw;  // padded width
     const ptrdiff_t prow = (wp + 1) * s.c;   // prefix-sum row: P[xp * C + ch], xp in [0, wp]
-    std::vector<uint8_t> padded(static_cast<std::size_t>(wp * s.c));
+    const ptrdiff_t lpad = wp * s.c;         // padded row
     const auto prefix_row =
         s.c == 1 ? prefix_sums<1> : (s.c == 3 ? prefix_sums<3> : prefix_sums<0>);
-    // Ring of the prefix-sum rows of padded rows [y, y + 2 fh] (padded row yp in slot yp % fkh).
+    // Rings of the padded rows and of their prefix sums, padded rows [y, y + 2 fh] (padded row
+    // yp in slot yp % fkh).
+    std::vector<uint8_t> padded(static_cast<std::size_t>(fkh * lpad));
     std::vector<std::int32_t> ring(static_cast<std::size_t>(fkh * prow));
     auto prefix = [&](ptrdiff_t yp) { return ring.data() + (yp % fkh) * prow; };
+    auto pixels = [&](ptrdiff_t yp) { return padded.data() + (yp % fkh) * lpad; };
     auto fill = [&](ptrdiff_t yp) {
         pad_row_reflect101(src + reflect101_index(yp - plan.fh, s.h) * row, s.w, s.c, plan.fw,
-                           padded.data());
-        prefix_row(padded.data(), wp, s.c, prefix(yp));
+                           pixels(yp));
+        prefix_row(pixels(yp), wp, s.c, prefix(yp));
     };
     // Run pointers into the prefix rows: run sums start at hi - lo. The prefix row of each
     // kernel row is looked up once per output row (one modulo per kernel row, not per run).
@@ -595,15 +747,62 @@ void filter2d_impl(const uint8_t* src, uint8_t* dst, const Shape& s, const Filte
     const bool structured = !plan.mask_runs.empty();
     const auto gl = static_cast<ptrdiff_t>(plan.g.size());
     const ptrdiff_t brow = (s.w + gl - 1) * s.c;
+    const ptrdiff_t oy = plan.fh - plan.mh / 2 - gl / 2, ox = plan.fw - plan.mw / 2 - gl / 2;
+    // Border term F M E_h^T: running sums of the columns' vertical runs at model row yv (padded
+    // rows yv + oy + a0 .. yv + oy + a1), combined by class into Eh(yv), which is added to the
+    // x-filtered disk sums of row yv - gl / 2 (both are then filtered along y).
+    const bool has_eh = !plan.eh_classes.empty();
+    const auto ncr = static_cast<ptrdiff_t>(plan.col_runs.size());
+    std::vector<std::int32_t> col_sums(has_eh ? ncr * lpad : 0);
+    std::vector<std::int32_t> zeros(has_eh ? lpad : 0, 0);
+    std::vector<const std::int32_t*> eh_hi, eh_lo;
+    std::vector<ptrdiff_t> eh_end;
+    std::vector<double> eh_values;
+    for (const FilterPlan::EhClass& cls : plan.eh_classes) {
+        for (const FilterPlan::EhTap& t : cls.taps) {
+            eh_hi.push_back(col_sums.data() + static_cast<ptrdiff_t>(t.run) * lpad + t.dx * s.c);
+            eh_lo.push_back(zeros.data());
+        }
+        eh_end.push_back(static_cast<ptrdiff_t>(eh_hi.size()));
+        eh_values.push_back(cls.value);
+    }
+    auto eh_add = [&](ptrdiff_t yv, double* out) {
+        for (ptrdiff_t r = 0; r < ncr; ++r) {
+            std::int32_t* cs = col_sums.data() + r * lpad;
+            const FilterPlan::ColRun& cr = plan.col_runs[static_cast<std::size_t>(r)];
+            if (yv == 0) {
+                std::fill(cs, cs + lpad, 0);
+                for (ptrdiff_t a = cr.a0; a <= cr.a1; ++a) {
+                    const uint8_t* px = pixels(a + oy);
+                    for (ptrdiff_t i = 0; i < lpad; ++i) cs[i] += px[i];
+                }
+            } else {
+                slide_run(cs, pixels(yv + oy + cr.a1), pixels(yv - 1 + oy + cr.a0), lpad);
+            }
+        }
+        add_classes_fused(out, eh_hi.data(), eh_lo.data(), eh_end.data(), eh_values.data(),
+                          static_cast<ptrdiff_t>(eh_values.size()), row);
+    };
     std::vector<std::int32_t> bsum(structured ? brow : 0);
     std::vector<double> hrows(structured ? gl * row : 0);
     std::vector<const double*> hptr(static_cast<std::size_t>(gl));
     auto hrow = [&](ptrdiff_t yb) { return hrows.data() + ((yb + gl / 2) % gl) * row; };
     auto mask_row = [&](ptrdiff_t yb) {
-        runs_at(plan.mask_runs, yb + plan.fh - plan.mh / 2, (plan.fw - gl / 2 - plan.mw / 2) * s.c);
+        runs_at(plan.mask_runs, yb + plan.fh - plan.mh / 2, ox * s.c);
         sum_runs(bsum.data(), hi.data(), lo.data(), static_cast<ptrdiff_t>(hi.size()), brow);
         correlate_int_row(hrow(yb), bsum.data(), plan.g.data(), gl, s.c, row);
+        if (has_eh) eh_add(yb + gl / 2, hrow(yb));
     };
+    // Border term E_v M F^T: the classes' runs in one list, summed over the extended row.
+    std::vector<Run> ev_runs;
+    std::vector<ptrdiff_t> ev_end;
+    std::vector<double> ev_values;
+    for (const TapClass& cls : plan.ev_classes) {
+        ev_runs.insert(ev_runs.end(), cls.runs.begin(), cls.runs.end());
+        ev_end.push_back(static_cast<ptrdiff_t>(ev_runs.size()));
+        ev_values.push_back(cls.value);
+    }
+    std::vector<double> ev_acc(ev_runs.empty() ? 0 : brow);
     for (ptrdiff_t yp = 0; yp + 1 < fkh; ++yp) fill(yp);
     if (structured) {
         for (ptrdiff_t yb = -gl / 2; yb < gl / 2; ++yb) mask_row(yb);
@@ -626,6 +825,13 @@ void filter2d_impl(const uint8_t* src, uint8_t* dst, const Shape& s, const Filte
             correlate_double_rows(acc.data(), hptr.data(), plan.g_scaled.data(), gl, row);
         } else {
             std::fill(acc.begin(), acc.end(), 0.0);
+        }
+        if (!ev_runs.empty()) {
+            std::fill(ev_acc.begin(), ev_acc.end(), 0.0);
+            runs_at(ev_runs, y + oy, ox * s.c);
+            add_classes_fused(ev_acc.data(), hi.data(), lo.data(), ev_end.data(),
+                              ev_values.data(), static_cast<ptrdiff_t>(ev_values.size()), brow);
+            add_correlated_row(acc.data(), ev_acc.data(), plan.g_scaled.data(), gl, s.c, row);
         }
         runs_at(all_runs, y, 0);
         add_classes_fused(acc.data(), hi.data(), lo.data(), class_end.data(), values.data(),
@@ -2043,8 +2249,9 @@ ImageOut filter2d(const ImageIn& image,
     return out;
 }
 
-// Testing aid: which evaluation filter2d gives (kernel, mask, gauss1d) at 224 px sizes: "general"
-// (no disk plan), "free" (Gaussian-free disk plan), "gauss" or "tiny" (Gaussian disk plan, with
+// Testing aid: which evaluation filter2d gives (kernel, mask, gauss1d): without a disk plan
+// "exact" or "structured" (the cheaper general plan, "+border" when it has border terms); else
+// "free" (Gaussian-free disk plan), "gauss" or "tiny" (Gaussian disk plan, with
 // the pre-decision from B alone), with "+corrected" when the plan has border corrections.
 std::string disk_plan_kind(const Array<double>& kernel, const Array<uint8_t>& mask,
                            const Array<double>& gauss1d) {
@@ -2055,7 +2262,14 @@ std::string disk_plan_kind(const Array<double>& kernel, const Array<uint8_t>& ma
     const auto disk = cached_disk_plan(kernel.data(), kernel.shape(0), kernel.shape(1),
                                        mask.data(), mask.shape(0), mask.shape(1), gauss1d.data(),
                                        gl);
-    if (!disk->has_value()) return "general";
+    if (!disk->has_value()) {
+        const FilterPlan exact = plan_exact(kernel.data(), kernel.shape(0), kernel.shape(1));
+        const FilterPlan st =
+            plan_structured(kernel.data(), kernel.shape(0), kernel.shape(1), mask.data(),
+                            mask.shape(0), mask.shape(1), gauss1d.data(), gl);
+        if (!(st.cost() < exact.cost())) return "exact";
+        return st.ev_classes.empty() && st.eh_classes.empty() ? "structured" : "structured+border";
+    }
     const DiskPlan& plan = **disk;
     std::string kind = !plan.gauss ? "free" : (plan.tiny ? "tiny" : "gauss");
     return plan.corrected() ? kind + "+corrected" : kind;

@@ -238,8 +238,10 @@ def _set_disk_isa(name: str) -> bool:
     did). Not thread-safe; every variant gives identical bytes."""
 
 def _disk_plan_kind(kernel: np.ndarray, mask: np.ndarray, gauss1d: np.ndarray) -> str:
-    """Testing aid: the evaluation ``filter2d(image, kernel, mask, gauss1d)`` takes: "general"
-    (no disk plan), "free" (Gaussian-free disk plan), "gauss" (float32 evaluation of the
+    """Testing aid: the evaluation ``filter2d(image, kernel, mask, gauss1d)`` takes: without a
+    disk plan "exact" (classes of equal taps) or "structured" (mask runs and the Gaussian, with
+    "+border" when the kernel grid's reflect-101 border is carried as border terms), whichever is
+    cheaper; else "free" (Gaussian-free disk plan), "gauss" (float32 evaluation of the
     Gaussian plan) or "tiny" (Gaussian plan decided from the disk sum alone where its margins
     allow), followed by "+corrected" when the plan has kernel-border corrections."""
 

@@ -239,26 +239,33 @@ def gaussian_weights(n, sigma):
     return g / g.sum()
 
 
+def blurred_mask_kernel(mask, g):
+    """mask / sum(mask) in float32, blurred along x then y by the float32 weights g with
+    reflect-101 at the kernel's border (OpenCV GaussianBlur, as the reference's disk())."""
+    disk = mask.astype(np.float32) / np.float32(mask.sum())
+    g32 = g.astype(np.float32)
+    p = len(g) // 2
+    rows = pad_reflect101(disk[..., None], 0, p)[..., 0]
+    tmp = sum(g32[b] * rows[:, b:b + disk.shape[1]] for b in range(len(g)))
+    cols = pad_reflect101(tmp[..., None], p, 0)[..., 0]
+    return sum(g32[a] * cols[a:a + disk.shape[0]] for a in range(len(g))).astype(np.float32)
+
+
 def defocus_kernel(radius, alias):
     """The reference disk(): normalised binary disk (float32) blurred by a float32 Gaussian (3x3,
     or 5x5 above radius 8) with reflect-101 at the kernel border; also its mask and weights."""
     span = np.arange(-8, 9) if radius <= 8 else np.arange(-radius, radius + 1)
     gx, gy = np.meshgrid(span, span)
     mask = (gx ** 2 + gy ** 2) <= radius ** 2
-    disk = mask.astype(np.float32) / np.float32(mask.sum())
     g = gaussian_weights(3 if radius <= 8 else 5, alias)
-    g32 = g.astype(np.float32)
-    p = len(g) // 2
-    rows = pad_reflect101(disk[..., None], 0, p)[..., 0]
-    tmp = sum(g32[b] * rows[:, b:b + disk.shape[1]] for b in range(len(g)))
-    cols = pad_reflect101(tmp[..., None], p, 0)[..., 0]
-    kernel = sum(g32[a] * cols[a:a + disk.shape[0]] for a in range(len(g)))
-    return kernel.astype(np.float32), mask, g
+    return blurred_mask_kernel(mask, g), mask, g
 
 
-# (radius, alias) from the MedMNIST-C tables, plus the retinamnist 6th entry (radius 9, 5x5 blur).
+# (radius, alias) from the MedMNIST-C tables, plus the retinamnist 6th entry (radius 9, 5x5 blur),
+# pathology224 level 5 (radius 10) and dermamnist level 5 at 448 px (radius 16, sigma 1).
 DEFOCUS = [
     (3, 0.1), (5, 0.2), (6, 0.2), (7, 0.3), (8, 0.5), (2, 0.01), (0.5, 0.6), (1, 0.5), (9, 0.6),
+    (10, 0.5), (16, 1.0),
 ]
 
 
@@ -302,6 +309,34 @@ def test_filter2d_defocus_structured_plan(radius, alias, shape):
     flat = np.full(shape, 201, np.uint8)
     want = filter2d_oracle(flat, kernel)
     np.testing.assert_array_equal(_native.filter2d(flat, kernel, mask, g), want)
+
+
+@pytest.mark.parametrize("radius, alias", [(9, 0.6), (10, 0.5), (16, 1.0), (12, 0.8)])
+def test_filter2d_border_terms_in_use(radius, alias):
+    # The 5 x 5 Gaussian of the large disks reflects at the kernel grid's border; the structured
+    # plan carries that as border terms (not as remainder taps), which makes it the cheaper plan.
+    kernel, mask, g = defocus_kernel(radius, alias)
+    assert _native._disk_plan_kind(kernel, mask, g) == "structured+border"
+    # A box is three runs of one class: the exact plan is cheaper than any structured one.
+    box = np.full((3, 3), 1 / 9)
+    assert _native._disk_plan_kind(box, np.ones((3, 3), np.uint8), gaussian_weights(3, 1.0)) \
+        == "exact"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_filter2d_border_terms_any_mask(seed):
+    # Masks that are not disks (holes, several runs a row, touching every border) blurred by
+    # 3- and 5-tap weights with reflect-101, as the reference's disk() would blur them.
+    rng = np.random.default_rng(40 + seed)
+    n = int(rng.choice([5, 9, 13]))
+    mask = rng.random((n, n)) < 0.6
+    mask[0, 0] = mask[-1, -1] = True
+    g = gaussian_weights(int(rng.choice([3, 5])), rng.uniform(0.4, 1.5))
+    kernel = blurred_mask_kernel(mask, g)
+    for shape in [(3, 4, 1), (31, 17, 3), (40, 37, 2)]:
+        for img in images(shape):
+            want = filter2d_oracle(img, kernel)
+            assert_within_one_level(_native.filter2d(img, kernel, mask, g), want, 1e-3)
 
 
 def test_filter2d_structured_plan_keeps_structure_residual():
