@@ -491,6 +491,32 @@ def test_blot_sizes_areas_colours(dataset):
         assert light.any() and ink[:, 0].max() > 2 * P.INK_MEAN[0]
 
 
+CAPPED_INK = (148, 87, 78)  # INK_DARKEST + 7 * (INK_MEAN - INK_DARKEST), rounded half up
+
+
+@pytest.mark.parametrize("width, height", [(100, 1), (1, 100), (24, 1), (60, 2), (3, 40)])
+def test_thin_blots_stay_ink(width, height):
+    # Boxes far thinner than wide put all their ink on the rim band, whose normalised shade has
+    # no natural bound: capped, no ink pixel is lighter than CAPPED_INK (a 100 x 1 box was
+    # (255, 255, 232) before the cap).
+    mask, colour = P.blot(width, height)
+    ink = colour[mask]
+    assert ink.size and (ink <= CAPPED_INK).all()
+    assert (ink >= P.INK_DARKEST).all()
+
+
+@pytest.mark.parametrize("dataset", SUITES)
+@pytest.mark.parametrize("side", [8, 33, 50, 96, 160, 224, 517])
+def test_blot_shade_cap_never_binds_in_the_registry(dataset, side):
+    # The cap only changes degenerate boxes: every blot the registry draws (the table's sizes
+    # scaled to the image) stays strictly below it.
+    img = np.zeros((side, side, 3), np.uint8)
+    for s, (w, h) in enumerate(registry.TABLES[dataset]["marking"], 1):
+        out = mf.corrupt(img, "marking", s, dataset=dataset, seed=0)
+        ink = out[out.any(axis=2)]
+        assert ink.size and (ink[:, 0] < CAPPED_INK[0]).all(), (side, s)
+
+
 @pytest.mark.parametrize("dataset", SUITES)
 def test_marking_position_and_paste(ihc, dataset):
     side = REF[dataset]

@@ -70,7 +70,7 @@ from ._spec import Context, Kind, to_gray, to_rgb
 
 __all__ = [
     "PATHOLOGY_KINDS", "HSV_BRIGHTNESS", "HUE", "MARKING", "MARKING_RANDOM", "PATHOLOGY_BUBBLE",
-    "HSV_CHANNELS", "MARKING_POSITIONS", "BLOT_SEED",
+    "HSV_CHANNELS", "MARKING_POSITIONS", "BLOT_SEED", "SHADE_CAP",
     "hsv_shift_kernel", "hsv_shift_pixel", "blot", "bubble_layer",
     "marking_sample", "marking_random_sample", "marking_kernel", "bubble_kernel",
     "hsv_shift", "marking", "pathology_bubble", "suite_for_size",
@@ -138,6 +138,11 @@ _BLOT_AMPLITUDE = 0.2
 #: about (15, 10, 8), mean about (34, 21, 18).
 INK_DARKEST = (15.0, 10.0, 8.0)
 INK_MEAN = (34.0, 21.0, 18.0)
+#: Largest normalised shade: the lightest ink is ``INK_DARKEST + 7 (INK_MEAN - INK_DARKEST)`` =
+#: (148, 87, 78). Our choice, above the lightest rim pixel of every blot the registry draws
+#: ((144, 85, 76), at 7 x 8 px; 3,303 sizes checked), so it only binds on boxes far thinner than
+#: wide, whose few ink pixels all sit on the rim band (a 100 x 1 box reached white without it).
+SHADE_CAP = 7.0
 #: Top-left corner (x = column, y = row) of the blot, pixels at the reference size, by reference
 #: size: the fixed paste position of the original benchmark's code (x = 17, y = 10 at 96 px;
 #: 27, 13 at 224).
@@ -211,8 +216,9 @@ def blot(width: int, height: int):
     ``height``. Colour: ``INK_DARKEST + shade * (INK_MEAN - INK_DARKEST)``, rounded half up,
     where ``shade`` is a smooth field (five plane waves plus a lighter band on parts of the outer
     12 % of the radius) at pixel centres, normalised over the ink pixels to minimum 0 and mean 1;
-    so the darkest ink pixel is (15, 10, 8), the mean is (34, 21, 18) up to rounding, and a few
-    rim pixels are lighter (up to about (130, 77, 69)).
+    capped at :data:`SHADE_CAP`; so the darkest ink pixel is (15, 10, 8), the mean is
+    (34, 21, 18) up to rounding (slightly below it where the cap binds), and a few rim pixels are
+    lighter: up to (144, 85, 76) at the sizes the registry draws, never beyond (148, 87, 78).
 
     Deterministic: the same (width, height) gives the same arrays in every process (a pixel
     exactly on the coverage threshold could in principle flip with a different libm).
@@ -266,6 +272,7 @@ def blot(width: int, height: int):
     vals = shade[mask]
     lo, mean = vals.min(), vals.mean()
     norm = (shade - lo) / (mean - lo) if mean > lo else np.ones_like(shade)
+    norm = np.minimum(norm, SHADE_CAP)
     dark, avg = np.array(INK_DARKEST), np.array(INK_MEAN)
     colour = np.clip(np.floor(dark + norm[..., None] * (avg - dark) + 0.5), 0, 255).astype(np.uint8)
     mask.setflags(write=False)
@@ -378,7 +385,10 @@ def _paste(out, mask, ink, r0, r1, c0, c1, y, x):  # pragma: no cover - compiled
 #: use it).
 MARKING = Kind("marking", marking_sample, marking_kernel, random=False)
 #: Variant with a uniformly random corner per image (seeded through the image key). Not in the
-#: registry tables; use it through :func:`marking` (``position=None``) or as a custom kind.
+#: registry tables, so ``corrupt`` and ``generate`` always use the fixed corner; the public route
+#: to a random position is :func:`medmnistc_fast.functional.marking` with ``position=None`` and a
+#: ``seed``, whose ``size`` is in pixels of that image (the registry scales the table's sizes
+#: from the suite's 96 or 224 px).
 MARKING_RANDOM = Kind("marking", marking_random_sample, marking_kernel, random=True)
 
 
