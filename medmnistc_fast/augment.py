@@ -5,8 +5,10 @@ that corruption's parameters uniformly between the smallest and the largest valu
 severity table, then corrupts the image with the same sampler and kernel as
 :func:`medmnistc_fast.corrupt`. So a drawn parameter equal to a table entry gives exactly the
 benchmark's corruption of that level (except stain_deposit's level 5, whose 32 px inks the
-augmentation never draws: it always uses the 24 px set, see below), and spatial
-parameters (given at 224 px in the tables) scale with ``min(H, W) / 224`` by the same rule
+augmentation never draws: it always uses the 24 px set, see below; and the pathology suites'
+marking, whose blot lands at a random position), and spatial parameters (given at 224 px in
+the tables, 96 or 224 px for the pathology suites ``pathology96`` / ``pathology224``) scale
+with ``min(H, W)`` over that size by the same rule
 (:attr:`medmnistc_fast.corruptions._spec.Context.scale`).
 
 Parameter draws (``lo``/``hi`` = smallest/largest table value over the chosen levels, per
@@ -32,7 +34,18 @@ stain_deposit                          max marks int on ``lo..hi``; the 24 px in
                                        reference's augmentation path uses key ``'3'``)
 bubble                                 (max radius, max bubbles), ints on ``lo..hi`` each
 characters                             (max words int, max letters int, max font scale float)
+pathology suites: brightness, hue,     float ``U[lo, hi)`` (HSV shift amounts; blend
+saturate, bubble                       strength)
+pathology suites: marking              (width, height): one of :data:`BOX_GRID_POINTS`
+                                       boxes from the smallest to the largest table box
+                                       (one grid point for both sides, so the table's
+                                       proportions are kept), pasted at a uniformly random
+                                       position per image (``MARKING_RANDOM``), not at the
+                                       benchmark's fixed corner
 =====================================  =====================================================
+
+The pathology suites' other corruptions (pixelate, JPEG, defocus and motion blur) follow the
+MedMNIST-C rows; ``folds`` put brightness and hue in 'color' and marking in 'task-specific'.
 
 Randomness (no global state is ever touched):
 
@@ -98,7 +111,8 @@ AUG_INK_SIDE = INK_SIDES["3"]
 NOISE_GRID_POINTS = 17
 
 # How each corruption's table entry is drawn: a tuple of component rules ("float", "int",
-# "odd"), or a special rule name. Unlisted names are not supported (pathology suite kinds).
+# "odd"), or a special rule name. The pathology suites' own kinds (which may share a MedMNIST-C
+# name) are in _PATHOLOGY_RULES; their other corruptions use these.
 _RULES: dict = {
     "pixelate": ("float",),
     "jpeg_compression": ("int",),
@@ -124,7 +138,32 @@ _RULES: dict = {
 }
 
 
+#: The pathology suites' own kinds: HSV shifts (amounts in [0, 1]), the blend strength of the
+#: bubble, and the ink blot's (width, height) drawn as one box (see :func:`_draw_param`).
+_PATHOLOGY_RULES: dict = {
+    "brightness": ("float",),
+    "saturate": ("float",),
+    "hue": ("float",),
+    "bubble": ("float",),
+    "marking": "box",
+}
+#: The pathology suites' marking draws its blot's (width, height) from this many boxes between
+#: the smallest and the largest table box, both sides from one grid point ``j``:
+#: ``side = lo + floor(j (hi - lo) / 16 + 1/2)``. A grid because each new box size renders a new
+#: blot (3-25 ms at 224 px, cached per size: :func:`~.corruptions.pathology.blot`); 17 points
+#: keep every box of a run in that cache.
+BOX_GRID_POINTS = 17
+#: Folds of the pathology suites' own names (the MedMNIST-C folds cover the rest by name).
+_PATHOLOGY_FOLDS: dict = {"color": ("brightness", "hue"), "task-specific": ("marking",)}
+
 _NOISE_NAMES = frozenset(name for name, rule in _RULES.items() if rule == ("grid",))
+
+
+def _rule(dataset: str, corruption: str):
+    """The draw rule of ``corruption`` in ``dataset`` (names already validated)."""
+    if dataset in registry.PATHOLOGY_SUITES and corruption in _PATHOLOGY_RULES:
+        return _PATHOLOGY_RULES[corruption]
+    return _RULES[corruption]
 
 
 class Op(NamedTuple):
@@ -134,7 +173,7 @@ class Op(NamedTuple):
         A registry corruption name, or ``"identity"``.
     param : Any
         The drawn parameter, in the units and form of a severity-table entry (pixels at the
-        table's reference size, 224 px); None for identity.
+        table's reference size: 224 px, 96 px for ``pathology96``); None for identity.
     key : int
         64-bit key from which the corruption's sampler draws its own random values (motion
         angle, noise stream, positions); 0 for identity.
@@ -160,7 +199,7 @@ def param_range(dataset: str, corruption: str, levels=(1, 5)) -> tuple:
     Parameters
     ----------
     dataset : str
-        One of :data:`medmnistc_fast.DATASETS`.
+        One of :data:`medmnistc_fast.DATASETS` or :data:`medmnistc_fast.PATHOLOGY_SUITES`.
     corruption : str
         One of ``medmnistc_fast.corruptions(dataset)``.
     levels : (int, int)
@@ -172,27 +211,32 @@ def param_range(dataset: str, corruption: str, levels=(1, 5)) -> tuple:
     tuple of (low, high) pairs
         One pair per parameter component: the smallest and largest table value over the
         levels. For zoom_blur: ((low, high) of the largest zoom, (low, high) of the step). For
-        stain_deposit: ((low, high) of the maximum number of marks,).
+        stain_deposit: ((low, high) of the maximum number of marks,). For the pathology
+        suites' marking: ((low, high) of the width, (low, high) of the height).
 
     Raises
     ------
     TypeError
         ``dataset`` or ``corruption`` not a str; ``levels`` not a pair of ints.
     ValueError
-        ``dataset`` not one of the 12 MedMNIST-C datasets (the pathology suite keys are not
-        accepted), ``corruption`` not defined for it, ``levels`` not
-        ``1 <= low <= high <= 5``.
+        ``dataset`` not one of the 12 MedMNIST-C datasets or the 2 pathology suites,
+        ``corruption`` not defined for it, ``levels`` not ``1 <= low <= high <= 5``.
     """
     dataset = _check_dataset_aug(dataset)
     corruption = check_corruption(dataset, corruption)
     lo, hi = _check_levels(levels)
     rows = registry.TABLES[dataset][corruption][lo - 1:hi]
-    rule = _RULES[corruption]
+    rule = _rule(dataset, corruption)
     if rule == "zoom":
         rows = [_zoom_features(z) for z in rows]
     elif not isinstance(rows[0], tuple):
         rows = [(r,) for r in rows]
     return tuple((min(col), max(col)) for col in zip(*rows))
+
+
+def _box_side(lo, hi, j: int) -> int:
+    """Side of box ``j`` (0 .. BOX_GRID_POINTS - 1) on the integers ``lo..hi``."""
+    return int(lo) + math.floor((int(hi) - int(lo)) * j / (BOX_GRID_POINTS - 1) + 0.5)
 
 
 def _grid_value(lo, hi, j: int) -> float:
@@ -213,8 +257,14 @@ def _draw_component(g: np.random.Generator, kind: str, lo, hi):
     return first + 2 * int(g.integers(0, max(count, 0), endpoint=True))
 
 
-def _draw_param(g: np.random.Generator, corruption: str, ranges: tuple):
-    rule = _RULES[corruption]
+def _draw_param(g: np.random.Generator, corruption: str, ranges: tuple, rule=None):
+    """One parameter of ``corruption`` (draw ``rule``, default the MedMNIST-C one)."""
+    rule = _RULES[corruption] if rule is None else rule
+    if rule == "box":
+        # One grid point j for both sides, so the box keeps the table's proportions; a grid (as
+        # for the noises) because every new box size renders a new blot (3-25 ms at 224 px).
+        j = int(g.integers(0, BOX_GRID_POINTS))
+        return tuple(_box_side(lo, hi, j) for lo, hi in ranges)
     if rule == "zoom":
         top = _draw_component(g, "float", *ranges[0])
         step = _draw_component(g, "float", *ranges[1])
@@ -226,10 +276,10 @@ def _draw_param(g: np.random.Generator, corruption: str, ranges: tuple):
     return values[0] if len(values) == 1 else values
 
 
-def _param_ok(corruption: str, param, ranges: tuple) -> bool:
-    """Whether ``param`` has the form :func:`_draw_param` gives ``corruption`` with every
-    component inside ``ranges`` (floats within a relative 1e-9 of the bounds, for rounding
-    in the draws; ints and odd ints exactly)."""
+def _param_ok(corruption: str, param, ranges: tuple, rule=None) -> bool:
+    """Whether ``param`` has the form :func:`_draw_param` gives ``corruption`` (draw ``rule``)
+    with every component inside ``ranges`` (floats within a relative 1e-9 of the bounds, for
+    rounding in the draws; ints and odd ints exactly)."""
     def within(v, kind, lo, hi) -> bool:
         if kind in ("int", "odd"):
             return _is_int(v) and lo <= v <= hi and (kind == "int" or int(v) % 2 == 1)
@@ -238,7 +288,12 @@ def _param_ok(corruption: str, param, ranges: tuple) -> bool:
         slack = 1e-9 * max(1.0, abs(lo), abs(hi))
         return math.isfinite(v) and lo - slack <= v <= hi + slack
 
-    rule = _RULES[corruption]
+    rule = _RULES[corruption] if rule is None else rule
+    if rule == "box":
+        return (isinstance(param, (tuple, list)) and len(param) == 2
+                and all(_is_int(v) for v in param)
+                and any(tuple(param) == tuple(_box_side(lo, hi, j) for lo, hi in ranges)
+                        for j in range(BOX_GRID_POINTS)))
     if rule == "zoom":
         return (isinstance(param, (tuple, list)) and len(param) > 0
                 and all(within(z, "float", 1.0, ranges[0][1]) for z in param))
@@ -251,8 +306,8 @@ def _param_ok(corruption: str, param, ranges: tuple) -> bool:
             and all(within(v, k, lo, hi) for v, k, (lo, hi) in zip(values, rule, ranges)))
 
 
-def _make_drawer(corruption: str, ranges: tuple):
-    """``g -> _draw_param(g, corruption, ranges)``, with the per-call work reduced.
+def _make_drawer(corruption: str, ranges: tuple, rule=None):
+    """``g -> _draw_param(g, corruption, ranges, rule)``, with the per-call work reduced.
 
     The same draws from the same generator methods, except two equivalent cheaper calls:
     ``g.uniform(lo, hi)`` is ``lo + (hi - lo) * g.random()`` (NumPy's ``random_uniform`` is
@@ -261,7 +316,7 @@ def _make_drawer(corruption: str, ranges: tuple):
     tests/test_augment.py checks both forms give the same parameters and leave the generator in
     the same state.
     """
-    rule = _RULES[corruption]
+    rule = _RULES[corruption] if rule is None else rule
     if rule == ("float",):
         ((lo, hi),) = ranges
         if hi > lo:
@@ -281,7 +336,7 @@ def _make_drawer(corruption: str, ranges: tuple):
             return _grid_value(lo, hi, int(integers(g, 0, n)))
 
         return draw_grid
-    return lambda g: _draw_param(g, corruption, ranges)
+    return lambda g: _draw_param(g, corruption, ranges, rule)
 
 
 def _draw_key(g: np.random.Generator) -> int:
@@ -300,7 +355,8 @@ def _draw_key(g: np.random.Generator) -> int:
 # ---------------------------------------------------------------------------------------------
 
 def _check_dataset_aug(dataset) -> str:
-    return check_dataset(dataset, registry.DATASETS, " for augmentation")
+    return check_dataset(dataset, registry.DATASETS + registry.PATHOLOGY_SUITES,
+                         " for augmentation")
 
 
 def _check_levels(levels) -> tuple:
@@ -347,6 +403,8 @@ def _select(dataset, corruptions, folds) -> list:
                 raise ValueError(f"unknown fold {f!r}; valid folds: "
                                  f"{', '.join(map(repr, registry.FOLDS))}")
             names.update(registry.FOLDS[f])
+            if dataset in registry.PATHOLOGY_SUITES:
+                names.update(_PATHOLOGY_FOLDS.get(f, ()))
         chosen = [c for c in chosen if c in names]
         if not chosen:
             raise ValueError(f"folds {list(folds)!r} select none of the corruptions of {dataset!r} "
@@ -527,9 +585,15 @@ def _make_runner(dataset: str, corruption: str, ref_size: int):
     ``ctx = Context(hwc.shape, key, 1, ref_size)``, what :func:`medmnistc_fast.api.sample_values`
     builds. For the kinds whose sampler only converts the parameter (colour, pixelate, JPEG,
     noises) the kernel is called with that keyword directly; tests/test_augment_fast.py checks
-    every such shortcut against the generic form.
+    every such shortcut against the generic form. The pathology suites' marking takes
+    :data:`~medmnistc_fast.corruptions.pathology.MARKING_RANDOM`: the blot lands at a random
+    position per image (drawn from ``key``), not at the benchmark's fixed corner.
     """
     kind = kind_of(dataset, corruption)
+    if dataset in registry.PATHOLOGY_SUITES and corruption == "marking":
+        from .corruptions.pathology import MARKING_RANDOM
+
+        kind = MARKING_RANDOM
     sample, kernel = kind.sample, kind.kernel
 
     def generic(hwc, param, key):
@@ -577,7 +641,8 @@ class AugMedMNISTC:
     Parameters
     ----------
     dataset : str
-        One of :data:`medmnistc_fast.DATASETS`; its corruptions and severity tables are used.
+        One of :data:`medmnistc_fast.DATASETS` or :data:`medmnistc_fast.PATHOLOGY_SUITES`; its
+        corruptions and severity tables are used.
     corruptions : sequence of str, optional
         Subset of ``medmnistc_fast.corruptions(dataset)`` (default: all of them): a list,
         tuple, set or 1-D array of names.
@@ -607,8 +672,8 @@ class AugMedMNISTC:
         ``identity`` not a bool; ``n_ops``, ``seed`` or a ``levels``
         bound not an int; ``levels`` not a pair.
     ValueError
-        ``dataset`` not one of the 12 MedMNIST-C datasets (the pathology suite keys are not
-        accepted); a corruption or fold unknown or not defined for ``dataset``; no choice left
+        ``dataset`` not one of the 12 MedMNIST-C datasets or the 2 pathology suites; a
+        corruption or fold unknown or not defined for ``dataset``; no choice left
         (empty ``corruptions``, folds selecting none, all weights 0); a weight negative, not
         finite or naming no choice; ``n_ops`` outside 1..64; ``levels`` not
         ``1 <= low <= high <= 5``; negative ``seed``.
@@ -692,7 +757,7 @@ class AugMedMNISTC:
         """{choice: (draw(g) -> param, run(hwc, param, key) -> new array)}; built on first use."""
         fast = self._fast
         if fast is None:
-            fast = {name: (_make_drawer(name, self._ranges[name]),
+            fast = {name: (_make_drawer(name, self._ranges[name], _rule(self.dataset, name)),
                            _make_runner(self.dataset, name, self._ref_size))
                     for name in self._names}
             self._fast = fast
@@ -832,7 +897,7 @@ class AugMedMNISTC:
             tiny = np.full((16, 16, channels), 128, np.uint8)
             for name in self._names:
                 g = np.random.Generator(np.random.PCG64(0))  # local, fixed: not a user stream
-                params = [_draw_param(g, name, self._ranges[name])]
+                params = [_draw_param(g, name, self._ranges[name], _rule(self.dataset, name))]
                 if name in _NOISE_NAMES and (channels == 3 or not registry.RGB[self.dataset]):
                     lo, hi = self._ranges[name][0]
                     params = [_grid_value(lo, hi, j) for j in range(NOISE_GRID_POINTS)]
@@ -917,9 +982,10 @@ class AugMedMNISTC:
         if not 0 <= int(op.key) < 2**64:
             raise ValueError(f"ops[{i}].key must be an int in [0, 2**64); got {op.key!r}")
         ranges = self._ranges[op.corruption]
-        if not _param_ok(op.corruption, op.param, ranges):
+        rule = _rule(self.dataset, op.corruption)
+        if not _param_ok(op.corruption, op.param, ranges, rule):
             raise ValueError(f"ops[{i}].param {op.param!r} is not a {op.corruption} parameter "
-                             f"this transform draws (rule {_RULES[op.corruption]!r}, ranges "
+                             f"this transform draws (rule {rule!r}, ranges "
                              f"{ranges!r})")
         return op
 

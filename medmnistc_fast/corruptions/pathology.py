@@ -363,7 +363,7 @@ def marking_kernel(image: np.ndarray, *, width: int, height: int, x: int, y: int
     return out
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=64)
 def _gray_ink(width: int, height: int) -> np.ndarray:
     gray = to_gray(np.ascontiguousarray(blot(int(width), int(height))[1]))
     gray.setflags(write=False)
@@ -385,10 +385,11 @@ def _paste(out, mask, ink, r0, r1, c0, c1, y, x):  # pragma: no cover - compiled
 #: use it).
 MARKING = Kind("marking", marking_sample, marking_kernel, random=False)
 #: Variant with a uniformly random corner per image (seeded through the image key). Not in the
-#: registry tables, so ``corrupt`` and ``generate`` always use the fixed corner; the public route
-#: to a random position is :func:`medmnistc_fast.functional.marking` with ``position=None`` and a
-#: ``seed``, whose ``size`` is in pixels of that image (the registry scales the table's sizes
-#: from the suite's 96 or 224 px).
+#: registry tables, so ``corrupt`` and ``generate`` always use the fixed corner; the training
+#: augmentation (:class:`medmnistc_fast.augment.AugMedMNISTC` with a pathology suite) uses it,
+#: and :func:`medmnistc_fast.functional.marking` with ``position=None`` and a ``seed`` gives it
+#: for one image (``size`` in pixels of that image; the registry scales the table's sizes from
+#: the suite's 96 or 224 px).
 MARKING_RANDOM = Kind("marking", marking_random_sample, marking_kernel, random=True)
 
 
