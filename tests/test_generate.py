@@ -811,3 +811,35 @@ def test_empty_out_is_rejected(tmp_path, monkeypatch):
         generate("breastmnist", "", sample=True, sample_n=2, size=28,
                  corruptions=["pixelate"], workers=1)
     assert os.listdir(tmp_path) == []
+
+
+def _dead_pid() -> int:
+    import subprocess
+
+    p = subprocess.Popen([sys.executable, "-c", ""])
+    p.wait()
+    return p.pid
+
+
+def test_orphaned_worker_creates_no_file(root, tmp_path, monkeypatch):
+    # After `kill -9` of the process running generate, its pool workers live on for up to a
+    # second and pick up whole-file tasks already queued. A re-run started meanwhile removes
+    # the temporary files first; a worker that then created its task's file left it behind
+    # for good (seen: one .tmp of a full output file left in 15 kill-and-re-run cycles of a
+    # 13-file gray set with 2 workers). A worker whose parent is gone must create nothing.
+    import medmnistc_fast.generate as gen
+
+    inp = gen._open_file_input(GRAY_DS, "test", SIZE, root)
+    ref = gen._FileRef(inp.path, inp.member.data_offset, inp.n, inp.image_shape)
+    target = str(tmp_path / ".pixelate.npz.0123456789ab.tmp")
+    task = gen._FileTask(GRAY_DS, "pixelate", 0, (1,), ref, 4, "test", inp.labels, target)
+    monkeypatch.setattr(gen, "_PARENT", _dead_pid())
+    with pytest.raises(RuntimeError, match="process running generate is gone"):
+        gen._write_file(task)
+    assert os.listdir(tmp_path) == []
+    monkeypatch.setattr(gen, "_PARENT", os.getpid())   # parent alive: the task runs
+    gen._write_file(task)
+    clean = load_images(GRAY_DS, 0, N, root=root, size=SIZE)
+    with np.load(target, allow_pickle=False) as z:
+        np.testing.assert_array_equal(
+            z["test_images"], mf.corrupt_batch(clean, "pixelate", 1, dataset=GRAY_DS, seed=0))
