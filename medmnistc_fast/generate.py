@@ -203,6 +203,10 @@ def _as_list(value, name: str) -> list:
         # list() of a mapping is its keys: {"pixelate": [1, 2]} would silently mean every level
         raise TypeError(f"{name} must be a sequence or a comma-separated str, not a mapping; "
                         f"got {type(value).__name__}")
+    if isinstance(value, (bytes, bytearray)):
+        # list() of bytes is their byte values: b"1,2" was read as levels 49, 44, 50
+        raise TypeError(f"{name} must be a sequence or a comma-separated str, not "
+                        f"{type(value).__name__}; got {value!r}")
     if isinstance(value, str):
         items = [v.strip() for v in value.split(",")]
         if value.strip() and not all(items):

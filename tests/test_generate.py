@@ -548,6 +548,12 @@ def test_bad_arguments(root, tmp_path, kwargs, msg):
     # list() of a mapping is its keys: {"pixelate": [1, 2]} silently meant every level
     ({"corruptions": {"pixelate": [1, 2]}}, "corruptions must be a sequence .* not a mapping"),
     ({"severities": {1: "a"}}, "severities must be a sequence .* not a mapping"),
+    # list() of bytes is its byte values: b"pixelate" was "corruption 112 is not defined",
+    # b"1,2" "severities must hold ints in 1..5; got 49"
+    ({"corruptions": b"pixelate"}, "corruptions must be a sequence or a comma-separated str, "
+                                   "not bytes; got b'pixelate'"),
+    ({"severities": bytearray(b"1,2")}, "severities must be a sequence or a comma-separated "
+                                        "str, not bytearray"),
 ])
 def test_bad_argument_types(root, tmp_path, kwargs, msg):
     args = dict(root=root, size=SIZE, workers=1, out=tmp_path / "out")
