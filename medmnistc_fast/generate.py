@@ -1951,9 +1951,10 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
                     removed = _clean_temps(run.dir)
                     run.plan()
                     if run.jobs:
-                        if scheduler is None and workers > 1:
-                            # Workers start while the input is unpacked (below).
-                            get_runner(run.warm_calls())
+                        # Pool workers start while the input is unpacked (below); a Dask
+                        # cluster is reached and its versions checked before anything is
+                        # written (a failure removes the folder made above).
+                        get_runner(run.warm_calls())
                         run.prepare_source(get_runner)  # unpacks / decodes (and checks) the input
                 except BaseException:
                     if run.spool is not None:

@@ -415,6 +415,29 @@ def test_dask_workers_must_match_versions():
         gen._DaskRunner._check_workers({"tcp://a:1": dict(mine), "tcp://b:2": other})
 
 
+def test_unusable_dask_cluster_writes_nothing(root, tmp_path):
+    # A Dask cluster is reached, and its workers' versions checked, before anything is written:
+    # an unreachable address ("Timed out trying to connect ... after 30 s") or workers of
+    # other versions used to leave {out}/{flag}/manifest.json behind, unlike every other bad
+    # input (a missing scheduler file included).
+    pytest.importorskip("dask.distributed", reason="dask[distributed] not installed (test extra)")
+
+    class OtherVersions:  # stands in for a dask.distributed.Client
+        def submit(self, *args, **kwargs):
+            raise AssertionError("no task may be submitted")
+
+        def nthreads(self):
+            return {"tcp://w:1": 1}
+
+        def run(self, fn):
+            return {"tcp://w:1": dict(fn(), medmnistc_fast="0.0.1")}
+
+    with pytest.raises(RuntimeError, match="Dask workers must run the versions"):
+        generate(GRAY_DS, tmp_path / "out", root=root, size=SIZE, scheduler=OtherVersions(),
+                 corruptions="pixelate")
+    assert not (tmp_path / "out").exists()
+
+
 def test_other_severities_refused(root, tmp_path):
     """A file holding another severity subset is not silently replaced."""
     generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
