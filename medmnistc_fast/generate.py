@@ -1948,6 +1948,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
                                 f"{os.fspath(out)!r}): {why}") from None
             with _dir_lock(run.dir), _naming_folder(run.dir):
                 try:
+                    # again under the lock: another run may have written here since step 1
+                    run.check_existing()
                     removed = _clean_temps(run.dir)
                     run.plan()
                     if run.jobs:

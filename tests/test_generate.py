@@ -872,3 +872,31 @@ def test_orphaned_worker_creates_no_file(root, tmp_path, monkeypatch):
     with np.load(target, allow_pickle=False) as z:
         np.testing.assert_array_equal(
             z["test_images"], mf.corrupt_batch(clean, "pixelate", 1, dataset=GRAY_DS, seed=0))
+
+
+def test_outputs_written_meanwhile_by_another_run_are_not_replaced(root, tmp_path, monkeypatch):
+    # generate checks every dataset's folder for outputs of other parameters up front, then
+    # works through the datasets one by one. If another run (seed 6) wrote the second dataset's
+    # folder in between, the first run (seed 5) replaced those outputs when it got there,
+    # without overwrite=True: the check is now repeated under the folder's lock.
+    import medmnistc_fast.generate as gen
+
+    original = gen._DatasetRun.write_side_files
+    other = {}
+
+    def meanwhile(self):
+        if self.inp.dataset == RGB_DS and not other:
+            other["res"] = generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=6, workers=1,
+                                    corruptions="pixelate")
+            other["tree"] = tree(output_dir(tmp_path, GRAY_DS))
+        return original(self)
+
+    monkeypatch.setattr(gen._DatasetRun, "write_side_files", meanwhile)
+    with pytest.raises(ValueError, match=r"seed=6 \(now 5\).*--overwrite"):
+        generate([RGB_DS, GRAY_DS], tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
+                 corruptions="pixelate")
+    assert other["res"][0]["written"] == ["pixelate"]
+    assert tree(output_dir(tmp_path, GRAY_DS)) == other["tree"]
+    assert read_json(os.path.join(output_dir(tmp_path, GRAY_DS), "manifest.json"))["seed"] == 6
+    # the first dataset's file was finished before the clash was found
+    assert os.path.isfile(os.path.join(output_dir(tmp_path, RGB_DS), "pixelate.npz"))
