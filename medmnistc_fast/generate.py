@@ -1947,9 +1947,10 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
                 raise type(exc)(exc.errno, f"cannot create the output folder {run.dir!r} (out="
                                 f"{os.fspath(out)!r}): {why}") from None
             with _dir_lock(run.dir), _naming_folder(run.dir):
+                # Again under the lock: another run may have written here since step 1 (and
+                # outside the try below: what it wrote must not be removed with the folder).
+                run.check_existing()
                 try:
-                    # again under the lock: another run may have written here since step 1
-                    run.check_existing()
                     removed = _clean_temps(run.dir)
                     run.plan()
                     if run.jobs:
