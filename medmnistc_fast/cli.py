@@ -1,4 +1,5 @@
-"""The ``medmnistc-fast`` console command: ``generate``, ``preview`` and ``list``.
+"""The ``medmnistc-fast`` console command: ``generate``, ``preview`` and ``list`` (also
+``python -m medmnistc_fast``).
 
 Examples
 --------

@@ -244,7 +244,8 @@ def available_corruptions(root, dataset: str, split: str = "test") -> tuple:
     Parameters
     ----------
     root : str or os.PathLike
-        The ``generate`` output folder (holding ``{dataset}/``, or ``{dataset}_{split}/``).
+        The ``generate`` output folder (holding ``{dataset}/``, or ``{dataset}_{split}/``);
+        a leading ``~`` is expanded, as ``generate`` expands it in ``out``.
     dataset : str
         A dataset name of :data:`medmnistc_fast.registry.TABLES`.
     split : {"test", "val", "train"}, default "test"
@@ -269,7 +270,7 @@ def available_corruptions(root, dataset: str, split: str = "test") -> tuple:
         Unknown ``dataset`` or ``split``.
     """
     dataset = check_dataset(dataset)
-    root = check_path(root, "root")
+    root = os.path.expanduser(check_path(root, "root"))  # "~" as generate's out= takes it
     sub = folder_name(dataset, _check_split(split) or "test")
     if not os.path.isdir(root):
         raise FileNotFoundError(f"root {root!r} is not a folder (expected the generate output "
@@ -294,7 +295,8 @@ class CorruptedSet:
     Parameters
     ----------
     root : str or os.PathLike
-        The ``generate`` output folder; the file is ``{root}/{dataset}/{corruption}.npz`` or
+        The ``generate`` output folder (a leading ``~`` expanded, as ``generate`` expands it
+        in ``out``); the file is ``{root}/{dataset}/{corruption}.npz`` or
         ``.zarr`` (``{root}/{dataset}_{split}/...`` for ``split="val"`` or ``"train"``): with ``format="auto"`` the one that the folder's ``manifest.json`` lists
         (an ``--overwrite`` run in the other format leaves the older file on disk), else npz
         when both exist. Use :meth:`from_path` for a file elsewhere.
@@ -357,7 +359,7 @@ class CorruptedSet:
         if format not in _FORMATS:
             raise ValueError(f"format must be one of {', '.join(map(repr, _FORMATS))}; "
                              f"got {format!r}")
-        root = check_path(root, "root")
+        root = os.path.expanduser(check_path(root, "root"))  # "~" as generate's out= takes it
         split = _check_split(split)
         folder = os.path.join(root, folder_name(dataset, split or "test"))
         candidates = {"npz": os.path.join(folder, corruption + ".npz"),
@@ -395,7 +397,7 @@ class CorruptedSet:
         Parameters
         ----------
         path : str or os.PathLike
-            The ``.npz`` file or ``.zarr`` directory store.
+            The ``.npz`` file or ``.zarr`` directory store (a leading ``~`` expanded).
         severity, split
             As in :class:`CorruptedSet`.
         format : {"auto", "npz", "zarr"}
@@ -422,7 +424,7 @@ class CorruptedSet:
         if format not in _FORMATS:
             raise ValueError(f"format must be one of {', '.join(map(repr, _FORMATS))}; "
                              f"got {format!r}")
-        path = check_path(path, "path")
+        path = os.path.expanduser(check_path(path, "path"))
         split = _check_split(split)
         if not os.path.exists(path):
             raise FileNotFoundError(f"no such corrupted-set file: {path!r}")

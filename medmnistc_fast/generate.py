@@ -203,6 +203,10 @@ def _as_list(value, name: str) -> list:
         # list() of a mapping is its keys: {"pixelate": [1, 2]} would silently mean every level
         raise TypeError(f"{name} must be a sequence or a comma-separated str, not a mapping; "
                         f"got {type(value).__name__}")
+    if isinstance(value, (bytes, bytearray)):
+        # list() of bytes is their byte values: b"1,2" was read as levels 49, 44, 50
+        raise TypeError(f"{name} must be a sequence or a comma-separated str, not "
+                        f"{type(value).__name__}; got {value!r}")
     if isinstance(value, str):
         items = [v.strip() for v in value.split(",")]
         if value.strip() and not all(items):
@@ -821,13 +825,37 @@ class _Task:
     out_offset: int = 0
 
 
+#: In a pool worker, the pid of the process running ``generate`` (set by :func:`_init_worker`).
+_PARENT = None
+
+
+def _check_parent() -> None:
+    """In a pool worker, raise RuntimeError if the process running ``generate`` is gone.
+
+    Called before a worker creates a file: after ``kill -9`` of that process the worker lives
+    on for up to a second (:func:`_exit_with`) and picks up tasks already queued, and a re-run
+    may by then have removed the temporary files; a file created after that stayed behind.
+    """
+    if _PARENT is not None:
+        try:
+            os.kill(_PARENT, 0)
+        except ProcessLookupError:
+            raise RuntimeError(f"the process running generate is gone (pid {_PARENT}): "
+                               f"this worker starts no more tasks") from None
+        except OSError:  # EPERM: alive (or its pid reused by another user's process)
+            pass
+
+
 def _init_worker(parent: int | None = None) -> None:  # pragma: no cover - in workers
     """Process-pool initializer: one thread per worker; Ctrl-C is the parent's to handle; the
     worker exits within a second of the process ``parent`` (the one running ``generate``)
     disappearing, even when it was killed with SIGKILL and could not shut the pool down
-    (workers are the fork server's children, so they would otherwise outlive it)."""
+    (workers are the fork server's children, so they would otherwise outlive it), and
+    creates no file once it is gone (:func:`_check_parent`)."""
+    global _PARENT
     from .api import set_num_threads
 
+    _PARENT = parent
     set_num_threads(1)
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -929,6 +957,7 @@ def _write_file(task: _FileTask) -> tuple:
     The bytes equal those of the chunked paths (a stored member is its data in order,
     whatever the chunking).
     """
+    _check_parent()
     src = task.source
     rows = len(task.severities) * src.n
     # One input and one output buffer for the whole file: fresh ones per chunk would be new
@@ -1918,13 +1947,17 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
                 raise type(exc)(exc.errno, f"cannot create the output folder {run.dir!r} (out="
                                 f"{os.fspath(out)!r}): {why}") from None
             with _dir_lock(run.dir), _naming_folder(run.dir):
+                # Again under the lock: another run may have written here since step 1 (and
+                # outside the try below: what it wrote must not be removed with the folder).
+                run.check_existing()
                 try:
                     removed = _clean_temps(run.dir)
                     run.plan()
                     if run.jobs:
-                        if scheduler is None and workers > 1:
-                            # Workers start while the input is unpacked (below).
-                            get_runner(run.warm_calls())
+                        # Pool workers start while the input is unpacked (below); a Dask
+                        # cluster is reached and its versions checked before anything is
+                        # written (a failure removes the folder made above).
+                        get_runner(run.warm_calls())
                         run.prepare_source(get_runner)  # unpacks / decodes (and checks) the input
                 except BaseException:
                     if run.spool is not None:

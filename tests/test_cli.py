@@ -480,3 +480,25 @@ def test_preview_unwritable_out_is_named(tmp_path, capsys, where, why):
     assert f"cannot write --out {str(out)!r}: " + why.format(b=tmp_path / "blocker") in err[0]
     assert ".partial" not in err[0] and (tmp_path / "blocker").read_text() == "x"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["blocker", "folder.png"]
+
+
+def test_python_dash_m_package_runs_the_command(tmp_path):
+    # `python -m medmnistc_fast ...` used to fail: "No module named medmnistc_fast.__main__".
+    # With 2 workers: the pool's processes import the main module (here the package's
+    # __main__) and must not run the command again.
+    r = subprocess.run([sys.executable, "-m", "medmnistc_fast", "--version"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == f"medmnistc-fast {mf.__version__}"
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "medmnistc_fast", "generate", "--sample",
+                        "--sample-n", "3", "--size", "16", "--dataset", "breastmnist",
+                        "--corruptions", "pixelate,contrast_down", "--severities", "2",
+                        "--workers", "2", "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "breastmnist: wrote 2 file(s)" in r.stderr
+    X = sample_split("breastmnist", 16, 3)["test_images"]
+    for c in ("pixelate", "contrast_down"):
+        with np.load(out / "breastmnist" / f"{c}.npz", allow_pickle=False) as z:
+            np.testing.assert_array_equal(
+                z["test_images"], mf.corrupt_batch(X, c, 2, dataset="breastmnist", seed=0))

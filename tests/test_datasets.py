@@ -500,3 +500,23 @@ def test_available_lists_the_manifest_files_only(tmp_path):
     generate("pathmnist", tmp_path, corruptions=["bubble"], seed=5, overwrite=True, **kw)
     assert (tmp_path / "pathmnist" / "pixelate.npz").exists()  # kept, not listed
     assert available_corruptions(tmp_path, "pathmnist") == ("bubble",)
+
+
+def test_home_folder_paths_as_generate_writes_them(tmp_path, monkeypatch):
+    # generate expands "~" in out= (and root=): generate(..., "~/mc") writes $HOME/mc. The
+    # same "~/mc" given to CorruptedSet, available_corruptions and from_path was taken
+    # literally: "no corrupted set ... under '~/mc'".
+    from medmnistc_fast.generate import generate
+    from medmnistc_fast.sample import sample_split
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    generate("breastmnist", "~/mc", sample=True, sample_n=3, size=16, severities=[2],
+             corruptions=["pixelate", "contrast_down"], workers=1)
+    assert os.path.isfile(tmp_path / "mc" / "breastmnist" / "pixelate.npz")
+    assert available_corruptions("~/mc", "breastmnist") == ("pixelate", "contrast_down")
+    y = sample_split("breastmnist", 16, 3)["test_labels"]
+    for s in (CorruptedSet("~/mc", "breastmnist", "pixelate"),
+              CorruptedSet.from_path("~/mc/breastmnist/contrast_down.npz")):
+        assert s.stored_severities == (2,) and len(s) == 3
+        assert s.path.startswith(str(tmp_path))
+        np.testing.assert_array_equal(s.arrays()[1], y)

@@ -415,6 +415,29 @@ def test_dask_workers_must_match_versions():
         gen._DaskRunner._check_workers({"tcp://a:1": dict(mine), "tcp://b:2": other})
 
 
+def test_unusable_dask_cluster_writes_nothing(root, tmp_path):
+    # A Dask cluster is reached, and its workers' versions checked, before anything is written:
+    # an unreachable address ("Timed out trying to connect ... after 30 s") or workers of
+    # other versions used to leave {out}/{flag}/manifest.json behind, unlike every other bad
+    # input (a missing scheduler file included).
+    pytest.importorskip("dask.distributed", reason="dask[distributed] not installed (test extra)")
+
+    class OtherVersions:  # stands in for a dask.distributed.Client
+        def submit(self, *args, **kwargs):
+            raise AssertionError("no task may be submitted")
+
+        def nthreads(self):
+            return {"tcp://w:1": 1}
+
+        def run(self, fn):
+            return {"tcp://w:1": dict(fn(), medmnistc_fast="0.0.1")}
+
+    with pytest.raises(RuntimeError, match="Dask workers must run the versions"):
+        generate(GRAY_DS, tmp_path / "out", root=root, size=SIZE, scheduler=OtherVersions(),
+                 corruptions="pixelate")
+    assert not (tmp_path / "out").exists()
+
+
 def test_other_severities_refused(root, tmp_path):
     """A file holding another severity subset is not silently replaced."""
     generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
@@ -548,6 +571,12 @@ def test_bad_arguments(root, tmp_path, kwargs, msg):
     # list() of a mapping is its keys: {"pixelate": [1, 2]} silently meant every level
     ({"corruptions": {"pixelate": [1, 2]}}, "corruptions must be a sequence .* not a mapping"),
     ({"severities": {1: "a"}}, "severities must be a sequence .* not a mapping"),
+    # list() of bytes is its byte values: b"pixelate" was "corruption 112 is not defined",
+    # b"1,2" "severities must hold ints in 1..5; got 49"
+    ({"corruptions": b"pixelate"}, "corruptions must be a sequence or a comma-separated str, "
+                                   "not bytes; got b'pixelate'"),
+    ({"severities": bytearray(b"1,2")}, "severities must be a sequence or a comma-separated "
+                                        "str, not bytearray"),
 ])
 def test_bad_argument_types(root, tmp_path, kwargs, msg):
     args = dict(root=root, size=SIZE, workers=1, out=tmp_path / "out")
@@ -811,3 +840,63 @@ def test_empty_out_is_rejected(tmp_path, monkeypatch):
         generate("breastmnist", "", sample=True, sample_n=2, size=28,
                  corruptions=["pixelate"], workers=1)
     assert os.listdir(tmp_path) == []
+
+
+def _dead_pid() -> int:
+    import subprocess
+
+    p = subprocess.Popen([sys.executable, "-c", ""])
+    p.wait()
+    return p.pid
+
+
+def test_orphaned_worker_creates_no_file(root, tmp_path, monkeypatch):
+    # After `kill -9` of the process running generate, its pool workers live on for up to a
+    # second and pick up whole-file tasks already queued. A re-run started meanwhile removes
+    # the temporary files first; a worker that then created its task's file left it behind
+    # for good (seen: one .tmp of a full output file left in 15 kill-and-re-run cycles of a
+    # 13-file gray set with 2 workers). A worker whose parent is gone must create nothing.
+    import medmnistc_fast.generate as gen
+
+    inp = gen._open_file_input(GRAY_DS, "test", SIZE, root)
+    ref = gen._FileRef(inp.path, inp.member.data_offset, inp.n, inp.image_shape)
+    target = str(tmp_path / ".pixelate.npz.0123456789ab.tmp")
+    task = gen._FileTask(GRAY_DS, "pixelate", 0, (1,), ref, 4, "test", inp.labels, target)
+    monkeypatch.setattr(gen, "_PARENT", _dead_pid())
+    with pytest.raises(RuntimeError, match="process running generate is gone"):
+        gen._write_file(task)
+    assert os.listdir(tmp_path) == []
+    monkeypatch.setattr(gen, "_PARENT", os.getpid())   # parent alive: the task runs
+    gen._write_file(task)
+    clean = load_images(GRAY_DS, 0, N, root=root, size=SIZE)
+    with np.load(target, allow_pickle=False) as z:
+        np.testing.assert_array_equal(
+            z["test_images"], mf.corrupt_batch(clean, "pixelate", 1, dataset=GRAY_DS, seed=0))
+
+
+def test_outputs_written_meanwhile_by_another_run_are_not_replaced(root, tmp_path, monkeypatch):
+    # generate checks every dataset's folder for outputs of other parameters up front, then
+    # works through the datasets one by one. If another run (seed 6) wrote the second dataset's
+    # folder in between, the first run (seed 5) replaced those outputs when it got there,
+    # without overwrite=True: the check is now repeated under the folder's lock.
+    import medmnistc_fast.generate as gen
+
+    original = gen._DatasetRun.write_side_files
+    other = {}
+
+    def meanwhile(self):
+        if self.inp.dataset == RGB_DS and not other:
+            other["res"] = generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=6, workers=1,
+                                    corruptions="pixelate")
+            other["tree"] = tree(output_dir(tmp_path, GRAY_DS))
+        return original(self)
+
+    monkeypatch.setattr(gen._DatasetRun, "write_side_files", meanwhile)
+    with pytest.raises(ValueError, match=r"seed=6 \(now 5\).*--overwrite"):
+        generate([RGB_DS, GRAY_DS], tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
+                 corruptions="pixelate")
+    assert other["res"][0]["written"] == ["pixelate"]
+    assert tree(output_dir(tmp_path, GRAY_DS)) == other["tree"]
+    assert read_json(os.path.join(output_dir(tmp_path, GRAY_DS), "manifest.json"))["seed"] == 6
+    # the first dataset's file was finished before the clash was found
+    assert os.path.isfile(os.path.join(output_dir(tmp_path, RGB_DS), "pixelate.npz"))
