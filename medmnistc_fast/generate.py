@@ -469,8 +469,10 @@ def _open_file_input(dataset: str, split: str, size: int, root) -> _Input:
     _check_split_arrays(path, dataset, size, split, img.shape, img.dtype, img.fortran_order,
                         lab.shape, lab.dtype)
     labels = read_member_array(path, lab)
+    # 1-D labels become (N, 1), MedMNIST's own layout, as for array input (_open_array_input).
     return _Input(dataset, split, size, img.shape[0], tuple(img.shape[1:]),
-                  np.ascontiguousarray(labels), path=path, member=img)
+                  np.ascontiguousarray(labels.reshape(labels.shape[0], -1)), path=path,
+                  member=img)
 
 
 def _open_sample_input(dataset: str, split: str, size: int, n: int) -> _Input:

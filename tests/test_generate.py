@@ -900,3 +900,24 @@ def test_outputs_written_meanwhile_by_another_run_are_not_replaced(root, tmp_pat
     assert read_json(os.path.join(output_dir(tmp_path, GRAY_DS), "manifest.json"))["seed"] == 6
     # the first dataset's file was finished before the clash was found
     assert os.path.isfile(os.path.join(output_dir(tmp_path, RGB_DS), "pixelate.npz"))
+
+
+def test_one_d_labels_in_a_file_become_a_column(tmp_path):
+    # MedMNIST files hold (N, 1) labels; a hand-made file with (N,) labels gets the same
+    # (5 N, 1) output labels as images= / labels= input (and as the README promises), not (5 N,).
+    clean = sample_split(GRAY_DS, SIZE, N)
+    r = tmp_path / "root"
+    r.mkdir()
+    np.savez(input_path(r, GRAY_DS, SIZE), test_images=clean["test_images"],
+             test_labels=clean["test_labels"][:, 0])
+    out_file, out_arr = tmp_path / "file", tmp_path / "arrays"
+    generate(GRAY_DS, out_file, root=r, size=SIZE, seed=SEED, corruptions="pixelate")
+    generate(GRAY_DS, out_arr, images=clean["test_images"], labels=clean["test_labels"][:, 0],
+             seed=SEED, corruptions="pixelate")
+    with np.load(os.path.join(output_dir(out_file, GRAY_DS), "pixelate.npz")) as a, \
+            np.load(os.path.join(output_dir(out_arr, GRAY_DS), "pixelate.npz")) as b:
+        assert a["test_labels"].shape == (5 * N, 1)
+        np.testing.assert_array_equal(a["test_labels"],
+                                      np.tile(clean["test_labels"][:, :1], (5, 1)))
+        np.testing.assert_array_equal(a["test_labels"], b["test_labels"])
+        np.testing.assert_array_equal(a["test_images"], b["test_images"])
