@@ -12,7 +12,9 @@ Layout (the reference's ``DatasetManager``, kept by :mod:`medmnistc_fast.generat
 (``(kN,)`` is accepted too), severity-major: rows ``[j N, (j + 1) N)`` hold the j-th stored
 level. The stored levels are those that ``generate --severities`` wrote, read from the zarr
 group's ``severities`` attribute or from the file's entry in ``manifest.json``; without either
-(the reference's files) all five, k = 5, rows ``[(s - 1) N, s N)`` holding severity ``s``.
+(the reference's files) all five, k = 5, rows ``[(s - 1) N, s N)`` holding severity ``s``. An
+npz file of a level subset moved away from its manifest needs
+``CorruptedSet.from_path(..., stored_severities=...)``: the file itself does not record them.
 
 Arrays are opened lazily and memory-efficiently: an uncompressed (``ZIP_STORED``, the default
 of ``np.savez`` and of ``generate``) ``.npz`` member is memory-mapped at its offset inside the
@@ -195,10 +197,10 @@ def _valid_levels(levels) -> bool:
             and list(levels) == sorted(set(levels)))
 
 
-def _stored_levels(path: str, fmt: str, rows: int) -> tuple:
+def _stored_levels(path: str, fmt: str, rows: int, recorded_only: bool = False):
     """The levels stored in the file of ``rows`` rows, in row order: the zarr group's
     ``severities`` attribute, else the manifest entry's ``severities`` (if the entry's ``rows``
-    match the file's), else all five (files of the reference)."""
+    match the file's), else all five (files of the reference; None with ``recorded_only``)."""
     if fmt == "zarr":
         levels = _zarr().open_group(path, mode="r").attrs.get("severities")
         if _valid_levels(levels):
@@ -207,7 +209,7 @@ def _stored_levels(path: str, fmt: str, rows: int) -> tuple:
     if (entry is not None and _valid_levels(entry.get("severities"))
             and entry.get("rows", rows) == rows):
         return tuple(int(v) for v in entry["severities"])
-    return tuple(range(1, registry.N_SEVERITIES + 1))
+    return None if recorded_only else tuple(range(1, registry.N_SEVERITIES + 1))
 
 
 def _check_severities(severity, stored=None) -> tuple:
@@ -389,7 +391,7 @@ class CorruptedSet:
 
     @classmethod
     def from_path(cls, path, *, severity=None, format: str = "auto",
-                  split=None) -> "CorruptedSet":
+                  split=None, stored_severities=None) -> "CorruptedSet":
         """Open a corrupted-set file anywhere (``.npz`` or ``.zarr``); names are not checked.
 
         ``dataset`` and ``corruption`` become the parent folder's and the file's names.
@@ -402,6 +404,12 @@ class CorruptedSet:
             As in :class:`CorruptedSet`.
         format : {"auto", "npz", "zarr"}
             "auto": zarr for a directory or a ``.zarr`` name, else npz.
+        stored_severities : sequence of int, optional
+            The levels the file holds, in row order (increasing, distinct, in 1..5), for an npz
+            file written with ``generate --severities`` and moved away from the folder whose
+            ``manifest.json`` records them (an npz file does not record them itself; a zarr
+            store does). Default: the zarr attribute or the manifest entry, else all five (the
+            reference's files). Given, it must agree with those where they exist.
 
         Returns
         -------
@@ -417,7 +425,10 @@ class CorruptedSet:
         ValueError
             Unknown ``format`` or ``split``; a directory read as npz or a file read as zarr; a
             file without the split's arrays or whose arrays do not have the layout of
-            :class:`CorruptedSet`; ``severity`` outside 1..5, repeated or not stored.
+            :class:`CorruptedSet`; ``severity`` outside 1..5, repeated or not stored;
+            ``stored_severities`` not increasing distinct levels in 1..5, not dividing the
+            file's rows, or other than the levels the file's zarr attribute or manifest entry
+            records.
         ImportError
             A zarr store without zarr installed.
         """
@@ -432,10 +443,23 @@ class CorruptedSet:
         stem = os.path.basename(os.path.normpath(path))
         self.dataset = os.path.basename(os.path.dirname(os.path.abspath(path)))
         self.corruption = os.path.splitext(stem)[0]
-        self._init(path, _format_of(path, format), severity, split)
+        if stored_severities is not None:
+            if isinstance(stored_severities, np.ndarray) and stored_severities.ndim == 1:
+                stored_severities = stored_severities.tolist()
+            if (isinstance(stored_severities, (str, bytes))
+                    or not isinstance(stored_severities, (list, tuple))
+                    or not all(_is_int(v) for v in stored_severities)):
+                raise TypeError(f"stored_severities must be a sequence of ints (levels in "
+                                f"1..{registry.N_SEVERITIES}) or None; got "
+                                f"{stored_severities!r}")
+            if not _valid_levels(list(stored_severities)):
+                raise ValueError(f"stored_severities must be increasing distinct levels in "
+                                 f"1..{registry.N_SEVERITIES}; got {stored_severities!r}")
+            stored_severities = tuple(int(v) for v in stored_severities)
+        self._init(path, _format_of(path, format), severity, split, stored_severities)
         return self
 
-    def _init(self, path: str, fmt: str, severity, split) -> None:
+    def _init(self, path: str, fmt: str, severity, split, given=None) -> None:
         self.path, self.format = path, fmt
         self.split, shape, dtype, lshape = _describe(path, fmt, split)
         im_key, lb_key = f"{self.split}_images", f"{self.split}_labels"
@@ -447,7 +471,13 @@ class CorruptedSet:
         if len(lshape) not in (1, 2) or lshape[0] != shape[0]:
             raise ValueError(f"{path}: {lb_key} must have shape (kN, L) or (kN,) with the "
                              f"same kN rows as {im_key}; got {lshape} for images {shape}")
-        self.stored_severities = stored = _stored_levels(path, fmt, shape[0])
+        stored = _stored_levels(path, fmt, shape[0], recorded_only=given is not None)
+        if given is not None:
+            if stored is not None and stored != given:
+                raise ValueError(f"{path}: stored_severities={given} but the file's levels "
+                                 f"are recorded as {stored}")
+            stored = given
+        self.stored_severities = stored
         if shape[0] % len(stored):
             raise ValueError(f"{path}: {shape[0]} rows is not a multiple of {len(stored)} "
                              f"severities (the stored levels {stored})")

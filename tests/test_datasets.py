@@ -520,3 +520,33 @@ def test_home_folder_paths_as_generate_writes_them(tmp_path, monkeypatch):
         assert s.stored_severities == (2,) and len(s) == 3
         assert s.path.startswith(str(tmp_path))
         np.testing.assert_array_equal(s.arrays()[1], y)
+
+
+def test_moved_subset_file_with_stored_severities(tmp_path):
+    # An npz written with --severities 1,3 does not record its levels itself (the manifest of
+    # its folder does): copied elsewhere it reads as five levels of 4 rows (what a file of the
+    # reference would be) unless stored_severities says which levels it holds.
+    import shutil
+
+    images, labels = _generated(tmp_path / "run", "npz", [1, 3], n=10)
+    src = tmp_path / "run" / "pathmnist" / "pixelate.npz"
+    moved = tmp_path / "elsewhere" / "pixelate.npz"
+    moved.parent.mkdir()
+    shutil.copy(src, moved)
+    assert CorruptedSet.from_path(moved).stored_severities == (1, 2, 3, 4, 5)
+    cs = CorruptedSet.from_path(moved, stored_severities=[1, 3], severity=3)
+    ref = CorruptedSet.from_path(src, severity=3)
+    assert (cs.stored_severities, cs.n_per_severity, len(cs)) == ((1, 3), 10, 10)
+    for i in (0, 9):
+        np.testing.assert_array_equal(cs[i][0], ref[i][0])
+        assert cs[i][1].tolist() == ref[i][1].tolist()
+    # Where the levels are recorded, the given ones must agree.
+    assert CorruptedSet.from_path(src, stored_severities=(1, 3)).stored_severities == (1, 3)
+    with pytest.raises(ValueError, match=r"recorded as \(1, 3\)"):
+        CorruptedSet.from_path(src, stored_severities=(1, 2))
+    with pytest.raises(ValueError, match="multiple of 3"):
+        CorruptedSet.from_path(moved, stored_severities=(1, 2, 4))
+    for bad, exc in [((3, 1), ValueError), ((0, 1), ValueError), ("13", TypeError),
+                     ((1.0, 3), TypeError), (3, TypeError)]:
+        with pytest.raises(exc, match="stored_severities"):
+            CorruptedSet.from_path(moved, stored_severities=bad)
