@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 import numpy as np
 
 from . import registry, rng
+from ._cpus import available_cpus
 from ._validation import (_is_int, as_hwc, as_nhwc, check_corruption, check_dataset,
                           check_nonneg_int, check_seed, check_severity)
 from .corruptions import kind_of
@@ -85,7 +86,8 @@ def set_num_threads(n: int | None) -> None:
     ----------
     n : int in 1..1024 (``MAX_THREADS``), or None
         None restores the default: the environment variable ``MEDMNISTC_FAST_NUM_THREADS`` if
-        set, else ``os.cpu_count()``.
+        set, else the CPUs this process may use (its affinity mask, capped by a container's
+        cgroup CPU quota).
 
     Raises
     ------
@@ -104,7 +106,8 @@ def get_num_threads() -> int:
     -------
     int in 1..1024
         The value of :func:`set_num_threads`, else the environment variable
-        ``MEDMNISTC_FAST_NUM_THREADS``, else ``os.cpu_count()`` (at most 1024). (``corrupt_batch`` still runs
+        ``MEDMNISTC_FAST_NUM_THREADS``, else the CPUs this process may use (its affinity
+        mask, capped by a container's cgroup CPU quota; at most 1024). (``corrupt_batch`` still runs
         images under 96 x 96 pixels on one thread unless ``num_threads`` is given.)
 
     Raises
@@ -121,7 +124,7 @@ def get_num_threads() -> int:
         except ValueError:
             raise ValueError(f"environment variable {_ENV_THREADS} must be an int in "
                              f"1..{MAX_THREADS}; got {env!r}") from None
-    return min(os.cpu_count() or 1, MAX_THREADS)
+    return min(available_cpus(), MAX_THREADS)
 
 
 #: Upper bound on a thread count: far above any CPU's core count, and low enough that a typo

@@ -352,7 +352,8 @@ def main(argv=None) -> int:
     int
         0 on success (also for ``list`` into a pipe the reader closed); 2 on bad arguments
         or inputs (ValueError, argparse usage errors), a missing optional dependency
-        (ImportError) and failed reads or writes (OSError, a broken pipe of ``generate`` or
+        (ImportError), Dask workers on other versions (``generate.DaskEnvironmentError``) and
+        failed reads or writes (OSError, a broken pipe of ``generate`` or
         ``preview`` included), each with a one-line message on stderr; 1 when memory ran
         out (MemoryError, also with a one-line message); 130 when interrupted (Ctrl-C or
         SIGTERM).
@@ -384,6 +385,13 @@ def main(argv=None) -> int:
         _print_error(exc)
         return 2
     except (ValueError, OSError, ImportError) as exc:
+        _print_error(exc)
+        return 2
+    except RuntimeError as exc:
+        from .generate import DaskEnvironmentError  # already imported if it raised this
+
+        if not isinstance(exc, DaskEnvironmentError):
+            raise
         _print_error(exc)
         return 2
     except MemoryError:

@@ -511,14 +511,14 @@ class RobustnessReport:
         Parameters
         ----------
         path : str or path-like
-            Destination file; its folder must exist.
+            Destination file (a leading ``~`` expanded); its folder must exist.
         indent : int in 0..16, keyword-only, default 2
             Spaces per JSON indentation level.
 
         Returns
         -------
         pathlib.Path
-            ``path``.
+            ``path`` (``~`` expanded).
 
         Raises
         ------
@@ -642,9 +642,10 @@ class RobustnessReport:
 
 
 def _report_path(path, example: str) -> Path:
-    """``path`` (str or path-like) as a Path to write a report to, refusing a folder."""
+    """``path`` (str or path-like) as a Path to write a report to, refusing a folder; a
+    leading ``~`` is expanded, as ``generate`` and ``CorruptedSet`` expand it."""
     check_path(path, "path", "file")
-    dest = Path(path)
+    dest = Path(path).expanduser()
     if dest.is_dir():
         raise IsADirectoryError(f"path {os.fspath(path)!r} is a folder; give a file name "
                                 f"(for example {os.path.join(os.fspath(path), example)!r})")

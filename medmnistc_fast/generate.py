@@ -67,7 +67,7 @@ parameters, and the file's checksum recomputed from disk equals the entry), remo
 leftovers of interrupted runs and redoes the rest, ending byte-identical to an uninterrupted run.
 An existing output made with other parameters (seed, size, version, library versions, ...) is
 never overwritten unless ``overwrite=True``. With a Dask scheduler, every worker must report this
-process's package and library versions (RuntimeError otherwise).
+process's package and library versions (:class:`DaskEnvironmentError` otherwise).
 
 Parallelism and memory
 ----------------------
@@ -114,6 +114,7 @@ from ._fileio import fsync_dir as _fsync_dir
 from ._fileio import remove as _remove
 from ._fileio import tmp_name as _tmp_name
 from ._fileio import write_text_atomic as _write_text_atomic
+from ._cpus import available_cpus
 from ._version import __version__
 from ._validation import _fmt_choices, check_dataset, check_path
 from ._validation import check_int as _check_int
@@ -123,7 +124,14 @@ from .corruptions.pathology import suite_for_size
 
 __all__ = ["generate", "input_path", "output_dir", "load_images", "render_preview",
            "preview_cell", "folder_suite", "byte_environment", "DEFAULT_ROOT", "SPLITS", "FORMATS", "MANIFEST", "MAX_WORKERS",
-           "DOWNLOAD_URL", "IMAGE_EXTENSIONS", "FILENAMES", "PATHOLOGY_AUTO"]
+           "DOWNLOAD_URL", "IMAGE_EXTENSIONS", "FILENAMES", "PATHOLOGY_AUTO",
+           "DaskEnvironmentError"]
+
+
+class DaskEnvironmentError(RuntimeError):
+    """A Dask worker runs another medmnistc_fast or other library versions
+    (:func:`byte_environment`) than the process running :func:`generate`: its outputs would mix
+    bytes of different setups. The message lists each differing worker and value."""
 
 #: Default folder of the MedMNIST+ ``.npz`` files (the ``medmnist`` package's default).
 DEFAULT_ROOT = os.path.join("~", ".medmnist")
@@ -313,10 +321,7 @@ def _default_chunk(image_bytes: int) -> int:
 
 
 def _default_workers() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+    return available_cpus()
 
 
 def _unimportable_main():
@@ -1115,7 +1120,7 @@ class _DaskRunner:
         bad = [f"{addr}: {', '.join(_environment_diff(env, mine))}"
                for addr, env in sorted(reported.items()) if env != mine]
         if bad:
-            raise RuntimeError(
+            raise DaskEnvironmentError(
                 "the Dask workers must run the versions of this process, or the outputs would "
                 "mix bytes of different setups; differing (worker value, then this process's): "
                 + "; ".join(bad))
@@ -1754,7 +1759,10 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         ``folder`` or ``images``, whose size is read from the input.
     split : {"test", "val", "train"}
         Split read from MedMNIST+ files and the sample; for every input it names the arrays
-        (``{split}_images``) and the folder.
+        (``{split}_images``) and the folder. Not part of the random key, which is (seed,
+        dataset, corruption, severity, index) as for :func:`medmnistc_fast.corrupt`: under one
+        ``seed`` image ``i`` of every split gets the same random draws; use a different
+        ``seed`` per split to draw them independently.
     corruptions : sequence of str or comma-separated str, optional
         Subset of each dataset's corruptions (default: all, in the registry's order).
     severities : sequence of int in 1..5, or comma-separated str, optional
@@ -1764,7 +1772,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         Random seed, passed to :func:`medmnistc_fast.corrupt_batch` with ``start`` = the
         image's index (row) in the input.
     workers : int in 1..1024 (:data:`MAX_WORKERS`), optional
-        Worker processes on this machine (default: the CPUs available). 1 runs in-process.
+        Worker processes on this machine (default: the CPUs this process may use, its
+        affinity mask capped by a container's cgroup CPU quota). 1 runs in-process.
         Each worker runs one corruption thread (and decodes folder images). Workers import
         the main module: from a script read from standard input (``python -``) only 1 works
         (the default then), so save such a script to a file first.
@@ -1778,6 +1787,9 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     compress : bool
         npz: deflate (zlib level 1) members in the workers; zarr: zarr's default compressor.
         Default False (stored; see the module notes for the measurements behind it).
+        Compressed file bytes (and so the manifest's checksums) also depend on the zlib or
+        compressor build, which :func:`byte_environment` does not record: machines with other
+        builds give the same arrays in differently compressed files.
     chunk_size : int >= 1, optional
         Rows per task (and zarr chunk rows), at most 1 GiB of images (7,133 rows at 224 px
         RGB). Default: about 8 MiB of images, clamped to 16..1024 rows. Output bytes of npz
@@ -1821,9 +1833,9 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         an os.PathLike nor a client).
     ImportError
         ``fmt="zarr"`` without zarr, ``scheduler`` without dask.distributed.
-    RuntimeError
-        A Dask worker runs another medmnistc_fast or other library versions
-        (:func:`byte_environment`) than this process.
+    DaskEnvironmentError
+        (a RuntimeError) A Dask worker runs another medmnistc_fast or other library versions
+        (:func:`byte_environment`) than this process; nothing is written.
     OSError
         Writing fails (a full disk, a read-only folder); an error that names no file (ENOSPC)
         names the output folder. Files finished before it stay complete, so a re-run resumes.

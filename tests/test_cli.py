@@ -502,3 +502,33 @@ def test_python_dash_m_package_runs_the_command(tmp_path):
         with np.load(out / "breastmnist" / f"{c}.npz", allow_pickle=False) as z:
             np.testing.assert_array_equal(
                 z["test_images"], mf.corrupt_batch(X, c, 2, dataset="breastmnist", seed=0))
+
+
+def test_dask_workers_on_other_versions_are_one_line(tmp_path, capsys, monkeypatch):
+    # The cluster check's error (workers on another medmnistc_fast or library version) was a
+    # traceback with exit status 1; it is a setup problem like a bad argument: one line, 2.
+    import medmnistc_fast.generate as G
+
+    mine = G._worker_environment()
+    other = dict(mine, medmnistc_fast="0.0.1")
+    with pytest.raises(G.DaskEnvironmentError, match="0.0.1"):
+        G._DaskRunner._check_workers({"tcp://10.0.0.1:1": mine, "tcp://10.0.0.2:1": other})
+    G._DaskRunner._check_workers({"tcp://10.0.0.1:1": mine})  # the same versions pass
+
+    def check(*args, **kwargs):
+        G._DaskRunner._check_workers({"tcp://10.0.0.2:1": other})
+
+    monkeypatch.setattr(G, "generate", check)
+    code = main(["generate", "--sample", "--dataset", "breastmnist", "--size", "28",
+                 "--out", str(tmp_path / "o"), "--quiet"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(lines) == 1 and lines[0].startswith("medmnistc-fast: error: ")
+    assert "tcp://10.0.0.2:1" in lines[0]
+
+    def bug(*args, **kwargs):
+        raise RuntimeError("an internal error")
+
+    monkeypatch.setattr(G, "generate", bug)
+    with pytest.raises(RuntimeError, match="internal"):  # other RuntimeErrors are not hidden
+        main(["generate", "--sample", "--dataset", "breastmnist", "--out", str(tmp_path / "p")])

@@ -951,3 +951,16 @@ def test_markdown_escapes_pipes_in_custom_names():
     # 5 + name + mean = 7 cells -> 8 in the accuracy table
     bare = [len(re.findall(r"(?<!\\)\|", r)) for r in rows]
     assert bare == [10, 8]
+
+
+def test_report_paths_expand_home(tmp_path, monkeypatch):
+    # "~/r.json" was written to a folder literally named "~" under the working directory, while
+    # generate(out="~/...") and CorruptedSet("~/...") expand it.
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    monkeypatch.chdir(tmp_path)
+    rep = ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), breast_scores())
+    written = [rep.to_json("~/r.json"), rep.to_csv("~/r.csv"), rep.to_markdown(path="~/r.md")]
+    assert written == [tmp_path / "home" / n for n in ("r.json", "r.csv", "r.md")]
+    assert json.loads((tmp_path / "home" / "r.json").read_text()) == rep.to_dict()
+    assert not (tmp_path / "~").exists()
