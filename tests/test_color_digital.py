@@ -109,6 +109,58 @@ def test_jpeg_bit_exact_on_odd_shapes_and_strided_inputs():
                                   ref_jpeg(Image.fromarray(gray), 20))
 
 
+def test_jpeg_in_worker_threads_and_forked_children():
+    """Threads other than the main one encode into a per-thread memory file (Pillow releases
+    the GIL writing to a file descriptor, not to BytesIO): the same bytes as Pillow's BytesIO
+    round trip, with many threads at once, and in a child forked by a worker thread that had
+    already used its file (the child must not write into the parent's)."""
+    import os
+    import threading
+    import warnings
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(9)
+    cases = [(rng.integers(0, 256, (h, w, c), dtype=np.uint8), q)
+             for h, w, c in [(224, 224, 3), (37, 61, 3), (64, 64, 1), (9, 300, 1)]
+             for q in (5, 30, 90)]
+    want = [ref_jpeg(Image.fromarray(img[..., 0] if img.shape[2] == 1 else img), q)
+            for img, q in cases]
+
+    def run(k):
+        img, q = cases[k % len(cases)]
+        assert threading.current_thread() is not threading.main_thread()
+        return mf.functional.jpeg_compression(img[..., 0] if img.shape[2] == 1 else img, q)
+
+    with ThreadPoolExecutor(4) as ex:
+        got = list(ex.map(run, range(8 * len(cases))))
+    for k, out in enumerate(got):
+        assert np.array_equal(out, want[k % len(cases)]), k
+
+    def fork_from_worker():
+        run(0)  # this thread's memory file exists now
+        r, w = os.pipe()
+        with warnings.catch_warnings():  # Python 3.12+: fork() of a multi-threaded process
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # child: the forking thread (now its main thread) and a new worker thread
+            try:
+                img, q = cases[1]
+                ok = np.array_equal(mf.functional.jpeg_compression(img, q), want[1])
+                with ThreadPoolExecutor(1) as ex2:
+                    ok = ok and np.array_equal(ex2.submit(run, 2).result(), want[2])
+                os.write(w, b"1" if ok else b"0")
+            finally:
+                os._exit(0)
+        os.close(w)
+        flag = os.read(r, 1)
+        os.waitpid(pid, 0)
+        # The parent's file still gives the right bytes after the child used its own.
+        return flag, np.array_equal(run(3), want[3])
+
+    with ThreadPoolExecutor(1) as ex:
+        assert ex.submit(fork_from_worker).result() == (b"1", True)
+
+
 def test_rgbx_pixels_pads_every_pixel():
     from medmnistc_fast import _native
 

@@ -7,7 +7,9 @@ References: reference classes ``Pixelate`` and ``JPEGCompression`` in
 from __future__ import annotations
 
 import io
+import os
 import re
+import threading
 import weakref
 
 import numpy as np
@@ -239,6 +241,49 @@ def _sample_quality(param, ctx) -> dict:
     return {"quality": int(param)}
 
 
+_JPEG_SINKS = threading.local()
+
+
+def _jpeg_encode(pil: Image.Image, quality: int):
+    """Pillow's JPEG encoding of ``pil`` at ``quality`` (a bytes-like object).
+
+    Pillow's encoder holds the GIL while it writes into an in-memory buffer (``io.BytesIO``)
+    but releases it while it writes to a file descriptor (its ``encode_to_file`` path). So
+    threads other than the main one (``corrupt_batch`` with several threads, the caller's own
+    thread pools) encode into a per-thread anonymous memory file (``os.memfd_create``, Linux)
+    and read the bytes back. 2 threads against 1 on 512-image batches: 224 px RGB 1.1-1.3x
+    through BytesIO (only the decoder ran in parallel), 1.6-1.7x this way; 96 px 1.0x and
+    1.3x. The main thread keeps BytesIO, about 3 % cheaper alone. Same encoder, same bytes
+    either way (tests/test_color_digital.py).
+    """
+    sink = None
+    # A forked child never writes into its parent's file: the thread that forked is the
+    # child's main thread (BytesIO), and threads the child starts have their own storage.
+    if threading.current_thread() is not threading.main_thread() and _HAS_MEMFD:
+        sink = getattr(_JPEG_SINKS, "file", None)
+        if sink is None:
+            sink = _MemoryFile(os.memfd_create("medmnistc_fast-jpeg", os.MFD_CLOEXEC), "w+b")
+            _JPEG_SINKS.file = sink
+    if sink is None:
+        buf = io.BytesIO()
+        pil.save(buf, format="JPEG", quality=quality)
+        return buf.getbuffer()
+    sink.seek(0)
+    pil.save(sink, format="JPEG", quality=quality)
+    return os.pread(sink.fileno(), sink.tell(), 0)
+
+
+_HAS_MEMFD = hasattr(os, "memfd_create")
+
+
+class _MemoryFile(io.FileIO):
+    """An unbuffered file on a memfd, closed when its thread's storage lets it go (at thread
+    exit) instead of warning that it was left open."""
+
+    def __del__(self):
+        self.close()
+
+
 def _jpeg_kernel(image, *, quality):
     """Pillow JPEG encode at ``quality`` (Pillow defaults: 4:2:0 chroma subsampling for RGB),
     then decode.
@@ -258,9 +303,8 @@ def _jpeg_kernel(image, *, quality):
     else:
         pil = to_pil(image)
         mode = pil.mode
-    buf = io.BytesIO()
-    pil.save(buf, format="JPEG", quality=int(quality))
-    decoded = Image.frombytes(mode, (w, h), buf.getbuffer(), "jpeg", mode, "")
+    encoded = _jpeg_encode(pil, int(quality))
+    decoded = Image.frombytes(mode, (w, h), encoded, "jpeg", mode, "")
     return from_pil(decoded, c)
 
 
