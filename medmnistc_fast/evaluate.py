@@ -643,9 +643,11 @@ class RobustnessReport:
 
 def _report_path(path, example: str) -> Path:
     """``path`` (str or path-like) as a Path to write a report to, refusing a folder; a
-    leading ``~`` is expanded, as ``generate`` and ``CorruptedSet`` expand it."""
+    leading ``~`` is expanded, as ``generate`` and ``CorruptedSet`` expand it
+    (``os.path.expanduser``: ``~name`` of an unknown user stays as given, where pathlib's
+    ``expanduser`` raises RuntimeError)."""
     check_path(path, "path", "file")
-    dest = Path(path).expanduser()
+    dest = Path(os.path.expanduser(os.fspath(path)))
     if dest.is_dir():
         raise IsADirectoryError(f"path {os.fspath(path)!r} is a folder; give a file name "
                                 f"(for example {os.path.join(os.fspath(path), example)!r})")

@@ -67,7 +67,8 @@ parameters, and the file's checksum recomputed from disk equals the entry), remo
 leftovers of interrupted runs and redoes the rest, ending byte-identical to an uninterrupted run.
 An existing output made with other parameters (seed, size, version, library versions, ...) is
 never overwritten unless ``overwrite=True``. With a Dask scheduler, every worker must report this
-process's package and library versions (:class:`DaskEnvironmentError` otherwise).
+process's package and library versions (:class:`DaskEnvironmentError` otherwise), those that
+join during the run included (checked before each task they run).
 
 Parallelism and memory
 ----------------------
@@ -1084,6 +1085,27 @@ def _worker_environment() -> dict:  # also runs on Dask workers
     return {"medmnistc_fast": __version__, **byte_environment()}
 
 
+def _compute_checked(environment: dict, task: _Task, *images):
+    """:func:`_compute` on a Dask worker, after checking that the worker runs the versions
+    ``environment`` of the process running :func:`generate` (:class:`DaskEnvironmentError`
+    otherwise). The start-up check sees only the workers present then; this one also covers
+    workers that join later (adaptive clusters, replaced workers). About 4 us a task."""
+    mine = _worker_environment()
+    if mine != environment:
+        try:
+            from dask.distributed import get_worker
+
+            where = get_worker().address
+        except (ImportError, ValueError):  # not inside a Dask worker
+            where = f"pid {os.getpid()}"
+        raise DaskEnvironmentError(
+            "the Dask workers must run the versions of this process, or the outputs would "
+            "mix bytes of different setups; differing (worker value, then this process's): "
+            f"{where} (joined after the start-up check): "
+            + ", ".join(_environment_diff(mine, environment)))
+    return _compute(task, *images)
+
+
 class _DaskRunner:
     inband = True
     direct_write = False
@@ -1104,6 +1126,7 @@ class _DaskRunner:
             self.client, self._own = client, True
         else:
             self.client, self._own = scheduler, False
+        self._environment = _worker_environment()
         try:
             self._check_workers(self.client.run(_worker_environment))
         except BaseException:
@@ -1130,7 +1153,7 @@ class _DaskRunner:
         # which keeps task messages under Dask's large-graph warning threshold.
         if images and sum(a.nbytes for a in images) > _DASK_INLINE_BYTES:
             images = self.client.scatter(list(images), hash=False)
-        return self.client.submit(_compute, task, *images, pure=False)
+        return self.client.submit(_compute_checked, self._environment, task, *images, pure=False)
 
     def close(self, cancel=False):
         if self._own:
@@ -1835,7 +1858,9 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         ``fmt="zarr"`` without zarr, ``scheduler`` without dask.distributed.
     DaskEnvironmentError
         (a RuntimeError) A Dask worker runs another medmnistc_fast or other library versions
-        (:func:`byte_environment`) than this process; nothing is written.
+        (:func:`byte_environment`) than this process: nothing is written when it is among the
+        workers present at the start; a worker that joins later fails its first task (files
+        finished before stay, complete, and a re-run resumes).
     OSError
         Writing fails (a full disk, a read-only folder); an error that names no file (ENOSPC)
         names the output folder. Files finished before it stay complete, so a re-run resumes.

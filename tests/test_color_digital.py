@@ -161,6 +161,35 @@ def test_jpeg_in_worker_threads_and_forked_children():
         assert ex.submit(fork_from_worker).result() == (b"1", True)
 
 
+@pytest.mark.parametrize("err", ["EMFILE", "ENOSYS"])
+def test_jpeg_in_worker_threads_without_a_memory_file(monkeypatch, err):
+    """A thread that cannot create its memory file (the process at its open-file limit:
+    EMFILE; a kernel before 3.17 or a sandbox without memfd_create: ENOSYS) encodes through
+    BytesIO as the main thread does; it raised OSError "Too many open files" (reproduced with
+    RLIMIT_NOFILE reached), where the BytesIO path needs no file descriptor."""
+    import errno
+    import os
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    def refuse(*args, **kwargs):
+        raise OSError(getattr(errno, err), os.strerror(getattr(errno, err)))
+
+    monkeypatch.setattr(os, "memfd_create", refuse)
+    rng = np.random.default_rng(4)
+    rgb = rng.integers(0, 256, (40, 52, 3), dtype=np.uint8)
+    gray = rng.integers(0, 256, (33, 20), dtype=np.uint8)
+
+    def run(_):  # a fresh thread: no memory file made before the patch
+        assert threading.current_thread() is not threading.main_thread()
+        return (mf.functional.jpeg_compression(rgb, 12), mf.functional.jpeg_compression(gray, 70))
+
+    with ThreadPoolExecutor(2) as ex:
+        for out_rgb, out_gray in ex.map(run, range(4)):
+            np.testing.assert_array_equal(out_rgb, ref_jpeg(Image.fromarray(rgb), 12))
+            np.testing.assert_array_equal(out_gray, ref_jpeg(Image.fromarray(gray), 70))
+
+
 def test_rgbx_pixels_pads_every_pixel():
     from medmnistc_fast import _native
 

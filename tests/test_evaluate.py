@@ -964,3 +964,18 @@ def test_report_paths_expand_home(tmp_path, monkeypatch):
     assert written == [tmp_path / "home" / n for n in ("r.json", "r.csv", "r.md")]
     assert json.loads((tmp_path / "home" / "r.json").read_text()) == rep.to_dict()
     assert not (tmp_path / "~").exists()
+
+
+def test_report_paths_of_an_unknown_user_stay_as_given(tmp_path, monkeypatch):
+    # "~name/r.json" of a user that does not exist raised RuntimeError ("Could not determine
+    # home directory.", from pathlib's expanduser), undocumented; os.path.expanduser, which
+    # generate and CorruptedSet use, leaves such a path unchanged.
+    monkeypatch.chdir(tmp_path)
+    name = "~medmnistc-fast-no-such-user"
+    assert os.path.expanduser(name + "/r.json") == name + "/r.json"
+    rep = ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), breast_scores())
+    with pytest.raises(FileNotFoundError):
+        rep.to_json(name + "/r.json")
+    (tmp_path / name).mkdir()
+    assert rep.to_csv(name + "/r.csv").resolve() == tmp_path / name / "r.csv"
+    assert (tmp_path / name / "r.csv").read_text() == rep.to_csv()

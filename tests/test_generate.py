@@ -438,6 +438,45 @@ def test_unusable_dask_cluster_writes_nothing(root, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_dask_worker_joining_after_the_check_is_refused(root, tmp_path, monkeypatch):
+    # The versions were checked once, on the workers present when generate started: a worker
+    # that joined later (an adaptive cluster still at 0 workers, a replaced worker) ran every
+    # task unchecked, mixing its bytes into the outputs without an error.
+    from concurrent.futures import Future
+
+    from medmnistc_fast import generate as gen
+
+    pytest.importorskip("dask.distributed", reason="dask[distributed] not installed (test extra)")
+    real = gen._worker_environment
+    state = {"in_worker": False}
+    monkeypatch.setattr(gen, "_worker_environment", lambda: dict(
+        real(), numpy="0.0.0") if state["in_worker"] else real())
+
+    class LateWorker:  # stands in for a dask.distributed.Client with no worker at the start
+        def nthreads(self):
+            return {}
+
+        def run(self, fn):
+            return {}
+
+        def submit(self, fn, *args, pure=True):
+            fut = Future()
+            state["in_worker"] = True
+            try:
+                fut.set_result(fn(*args))
+            except BaseException as exc:
+                fut.set_exception(exc)
+            finally:
+                state["in_worker"] = False
+            return fut
+
+    with pytest.raises(gen.DaskEnvironmentError, match=r"numpy='0\.0\.0' \(now '%s'\)"
+                       % re.escape(np.__version__)):
+        generate(GRAY_DS, tmp_path / "out", root=root, size=SIZE, scheduler=LateWorker(),
+                 corruptions="pixelate")
+    assert not (tmp_path / "out" / GRAY_DS / "pixelate.npz").exists()
+
+
 def test_other_severities_refused(root, tmp_path):
     """A file holding another severity subset is not silently replaced."""
     generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,

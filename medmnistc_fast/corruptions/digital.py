@@ -251,10 +251,10 @@ def _jpeg_encode(pil: Image.Image, quality: int):
     but releases it while it writes to a file descriptor (its ``encode_to_file`` path). So
     threads other than the main one (``corrupt_batch`` with several threads, the caller's own
     thread pools) encode into a per-thread anonymous memory file (``os.memfd_create``, Linux)
-    and read the bytes back. 2 threads against 1 on 512-image batches: 224 px RGB 1.1-1.3x
-    through BytesIO (only the decoder ran in parallel), 1.6-1.7x this way; 96 px 1.0x and
-    1.3x. The main thread keeps BytesIO, about 3 % cheaper alone. Same encoder, same bytes
-    either way (tests/test_color_digital.py).
+    and read the bytes back (BytesIO where none can be created). 2 threads against 1 on
+    512-image batches: 224 px RGB 1.1-1.3x through BytesIO (only the decoder ran in
+    parallel), 1.6-1.7x this way; 96 px 1.0x and 1.3x. The main thread keeps BytesIO, about
+    3 % cheaper alone. Same encoder, same bytes either way (tests/test_color_digital.py).
     """
     sink = None
     # A forked child never writes into its parent's file: the thread that forked is the
@@ -262,8 +262,14 @@ def _jpeg_encode(pil: Image.Image, quality: int):
     if threading.current_thread() is not threading.main_thread() and _HAS_MEMFD:
         sink = getattr(_JPEG_SINKS, "file", None)
         if sink is None:
-            sink = _MemoryFile(os.memfd_create("medmnistc_fast-jpeg", os.MFD_CLOEXEC), "w+b")
-            _JPEG_SINKS.file = sink
+            try:
+                sink = _MemoryFile(os.memfd_create("medmnistc_fast-jpeg", os.MFD_CLOEXEC), "w+b")
+            except OSError:
+                # EMFILE (the process at its open-file limit), ENOSYS (kernels before 3.17,
+                # sandboxes): BytesIO, which needs no descriptor; tried again next call.
+                sink = None
+            else:
+                _JPEG_SINKS.file = sink
     if sink is None:
         buf = io.BytesIO()
         pil.save(buf, format="JPEG", quality=quality)
