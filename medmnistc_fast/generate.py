@@ -1085,6 +1085,14 @@ def _worker_environment() -> dict:  # also runs on Dask workers
     return {"medmnistc_fast": __version__, **byte_environment()}
 
 
+def _environment_error(workers: list) -> DaskEnvironmentError:
+    """The error for ``workers``: one ``"address: differences"`` line per differing worker."""
+    return DaskEnvironmentError(
+        "the Dask workers must run the versions of this process, or the outputs would mix "
+        "bytes of different setups; differing (worker value, then this process's): "
+        + "; ".join(workers))
+
+
 def _compute_checked(environment: dict, task: _Task, *images):
     """:func:`_compute` on a Dask worker, after checking that the worker runs the versions
     ``environment`` of the process running :func:`generate` (:class:`DaskEnvironmentError`
@@ -1098,11 +1106,8 @@ def _compute_checked(environment: dict, task: _Task, *images):
             where = get_worker().address
         except (ImportError, ValueError):  # not inside a Dask worker
             where = f"pid {os.getpid()}"
-        raise DaskEnvironmentError(
-            "the Dask workers must run the versions of this process, or the outputs would "
-            "mix bytes of different setups; differing (worker value, then this process's): "
-            f"{where} (joined after the start-up check): "
-            + ", ".join(_environment_diff(mine, environment)))
+        raise _environment_error([f"{where} (joined after the start-up check): "
+                                  f"{', '.join(_environment_diff(mine, environment))}"])
     return _compute(task, *images)
 
 
@@ -1143,10 +1148,7 @@ class _DaskRunner:
         bad = [f"{addr}: {', '.join(_environment_diff(env, mine))}"
                for addr, env in sorted(reported.items()) if env != mine]
         if bad:
-            raise DaskEnvironmentError(
-                "the Dask workers must run the versions of this process, or the outputs would "
-                "mix bytes of different setups; differing (worker value, then this process's): "
-                + "; ".join(bad))
+            raise _environment_error(bad)
 
     def submit(self, task, images):
         # Small inputs travel inside the task; large ones are scattered first (a round trip),
