@@ -479,8 +479,11 @@ class CorruptedSet:
             stored = given
         self.stored_severities = stored
         if shape[0] % len(stored):
+            hint = ("" if given is not None else "; a file of a generate --severities subset "
+                    "moved away from its folder's manifest.json needs "
+                    "CorruptedSet.from_path(..., stored_severities=...)")
             raise ValueError(f"{path}: {shape[0]} rows is not a multiple of {len(stored)} "
-                             f"severities (the stored levels {stored})")
+                             f"severities (the stored levels {stored}){hint}")
         self.n_per_severity = shape[0] // len(stored)
         self.severities = _check_severities(severity, stored)
         self.image_shape = shape[1:]

@@ -527,7 +527,7 @@ class RobustnessReport:
         ValueError
             If ``indent`` is outside 0..16.
         IsADirectoryError
-            If ``path`` is an existing folder.
+            If ``path`` is an existing folder or ends with a path separator.
         OSError
             If the folder does not exist or is not writable (no temporary file is left behind).
         """
@@ -648,7 +648,8 @@ def _report_path(path, example: str) -> Path:
     ``expanduser`` raises RuntimeError)."""
     check_path(path, "path", "file")
     dest = Path(os.path.expanduser(os.fspath(path)))
-    if dest.is_dir():
+    # Path("a.json/") is Path("a.json"): a name ending in a separator means a folder.
+    if dest.is_dir() or os.fspath(path).endswith(("/", os.sep)):
         raise IsADirectoryError(f"path {os.fspath(path)!r} is a folder; give a file name "
                                 f"(for example {os.path.join(os.fspath(path), example)!r})")
     return dest

@@ -230,3 +230,28 @@ def test_blend_luts_equal_pillows_blend():
         np.testing.assert_array_equal(contrast_lut.__wrapped__(float(f), base), pil)
         black = np.asarray(Image.blend(Image.new("L", (256, 1), 0), ramp, float(f))).ravel()
         np.testing.assert_array_equal(brightness_lut.__wrapped__(float(f)), black)
+
+
+def test_jpeg_memory_file_does_not_keep_huge_images():
+    # A worker thread's memory file keeps the last JPEG; one over 1 MiB (a large noisy image at
+    # high quality) is dropped after its bytes are read, so a thread does not hold it for life.
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    from medmnistc_fast.corruptions import digital
+
+    rng = np.random.default_rng(3)
+    big = rng.integers(0, 256, (1200, 1200, 3), dtype=np.uint8)
+    small = rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)
+
+    def sizes():
+        out = []
+        for img in (small, big):
+            res = mf.functional.jpeg_compression(img, 95)
+            assert np.array_equal(res, ref_jpeg(Image.fromarray(img), 95))
+            out.append(os.fstat(digital._JPEG_SINKS.file.fileno()).st_size)
+        return out
+
+    with ThreadPoolExecutor(1) as ex:
+        kept_small, kept_big = ex.submit(sizes).result()
+    assert 0 < kept_small <= digital._MEMORY_FILE_KEEP and kept_big == 0

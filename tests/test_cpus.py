@@ -6,28 +6,38 @@ import pytest
 from medmnistc_fast import _cpus, api, generate
 
 
-def _write(tmp_path, name, text):
-    p = tmp_path / name
-    p.write_text(text)
-    return str(p)
+def _tree(tmp_path, files: dict, membership: str | None):
+    """A fake /sys/fs/cgroup (files: relative path -> text) and /proc/self/cgroup."""
+    root = tmp_path / "cgroup"
+    root.mkdir()
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    proc = tmp_path / "proc_cgroup"
+    if membership is not None:
+        proc.write_text(membership)
+    return str(root), str(proc)
 
 
-@pytest.mark.parametrize("v2, v1, want", [
-    ("200000 100000\n", None, 2.0),          # docker --cpus 2 (cgroup v2)
-    ("150000 100000\n", None, 1.5),
-    ("max 100000\n", None, None),            # no limit
-    (None, ("250000", "100000"), 2.5),       # cgroup v1
-    (None, ("-1", "100000"), None),          # v1, no limit
-    (None, None, None),                      # no cgroup files (not Linux, or not mounted)
-    ("garbage\n", None, None),
+@pytest.mark.parametrize("files, membership, want", [
+    ({"cpu.max": "200000 100000\n"}, "0::/\n", 2.0),                  # docker --cpus 2 (v2)
+    ({"cpu.max": "max 100000\n"}, "0::/\n", None),                    # no limit
+    ({"cpu.max": "max 100000\n", "a/cpu.max": "300000 100000\n",      # systemd CPUQuota=300%
+      "a/b/cpu.max": "max 100000\n"}, "0::/a/b\n", 3.0),              # on a parent cgroup
+    ({"cpu.max": "150000 100000\n", "a/cpu.max": "400000 100000\n"},  # the tightest wins
+     "0::/a\n", 1.5),
+    ({"cpu/cpu.cfs_quota_us": "250000", "cpu/cpu.cfs_period_us": "100000"},  # v1 at the root
+     "4:memory:/x\n1:cpu,cpuacct:/\n0::/\n", 2.5),
+    ({"cpu/cpu.cfs_quota_us": "-1", "cpu/cpu.cfs_period_us": "100000",       # v1, nested
+      "cpu/job/cpu.cfs_quota_us": "50000", "cpu/job/cpu.cfs_period_us": "100000"},
+     "1:cpu:/job\n", 0.5),
+    ({"cpu.max": "200000 100000\n"}, None, 2.0),                      # no /proc: the root only
+    ({}, "0::/\n", None),                                             # no cgroup files
+    ({"cpu.max": "garbage\n"}, "garbage\n", None),
 ])
-def test_cgroup_cpu_limit(tmp_path, v2, v1, want):
-    v2_path = _write(tmp_path, "cpu.max", v2) if v2 is not None else str(tmp_path / "none")
-    if v1 is not None:
-        v1_paths = (_write(tmp_path, "q", v1[0]), _write(tmp_path, "p", v1[1]))
-    else:
-        v1_paths = (str(tmp_path / "nq"), str(tmp_path / "np"))
-    assert _cpus.cgroup_cpu_limit(v2_path, v1_paths) == want
+def test_cgroup_cpu_limit(tmp_path, files, membership, want):
+    assert _cpus.cgroup_cpu_limit(*_tree(tmp_path, files, membership)) == want
 
 
 @pytest.mark.parametrize("limit, want", [(None, None), (1.5, 2), (0.2, 1), (1e6, None)])

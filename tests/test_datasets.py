@@ -534,6 +534,13 @@ def test_moved_subset_file_with_stored_severities(tmp_path):
     moved.parent.mkdir()
     shutil.copy(src, moved)
     assert CorruptedSet.from_path(moved).stored_severities == (1, 2, 3, 4, 5)
+    # 2 levels of 6 rows: 12 rows are no five levels, and the message says what to pass.
+    _generated(tmp_path / "run6", "npz", [2, 4], n=6)
+    moved6 = tmp_path / "elsewhere" / "six.npz"
+    shutil.copy(tmp_path / "run6" / "pathmnist" / "pixelate.npz", moved6)
+    with pytest.raises(ValueError, match=r"multiple of 5 .*stored_severities="):
+        CorruptedSet.from_path(moved6)
+    assert len(CorruptedSet.from_path(moved6, stored_severities=[2, 4])) == 12
     cs = CorruptedSet.from_path(moved, stored_severities=[1, 3], severity=3)
     ref = CorruptedSet.from_path(src, severity=3)
     assert (cs.stored_severities, cs.n_per_severity, len(cs)) == ((1, 3), 10, 10)

@@ -979,3 +979,12 @@ def test_report_paths_of_an_unknown_user_stay_as_given(tmp_path, monkeypatch):
     (tmp_path / name).mkdir()
     assert rep.to_csv(name + "/r.csv").resolve() == tmp_path / name / "r.csv"
     assert (tmp_path / name / "r.csv").read_text() == rep.to_csv()
+
+
+def test_report_path_ending_in_a_separator_is_a_folder(tmp_path):
+    # pathlib drops a trailing "/": "r.json/" was written to the file r.json.
+    rep = ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), breast_scores())
+    for write in (rep.to_json, rep.to_csv, lambda p: rep.to_markdown(path=p)):
+        with pytest.raises(IsADirectoryError, match="is a folder"):
+            write(str(tmp_path / "r.json") + "/")
+    assert list(tmp_path.iterdir()) == []

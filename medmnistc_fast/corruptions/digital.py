@@ -276,10 +276,16 @@ def _jpeg_encode(pil: Image.Image, quality: int):
         return buf.getbuffer()
     sink.seek(0)
     pil.save(sink, format="JPEG", quality=quality)
-    return os.pread(sink.fileno(), sink.tell(), 0)
+    size = sink.tell()
+    data = os.pread(sink.fileno(), size, 0)
+    if size > _MEMORY_FILE_KEEP:  # a huge image's JPEG is not kept for the thread's life
+        sink.truncate(0)
+    return data
 
 
 _HAS_MEMFD = hasattr(os, "memfd_create")
+#: Bytes a thread's memory file keeps between calls (a 224 px JPEG is 5-60 KB).
+_MEMORY_FILE_KEEP = 1 << 20
 
 
 class _MemoryFile(io.FileIO):
