@@ -710,6 +710,24 @@ MMC_CLONES void store_unit_interval(const double* __restrict acc, uint8_t* __res
     }
 }
 
+// Classes' runs in one list (class c ends at end[c]) and their values, as add_classes_fused
+// takes them.
+struct FlatClasses {
+    std::vector<Run> runs;
+    std::vector<ptrdiff_t> end;
+    std::vector<double> values;
+};
+
+FlatClasses flatten(const std::vector<TapClass>& classes) {
+    FlatClasses f;
+    for (const TapClass& cls : classes) {
+        f.runs.insert(f.runs.end(), cls.runs.begin(), cls.runs.end());
+        f.end.push_back(static_cast<ptrdiff_t>(f.runs.size()));
+        f.values.push_back(cls.value);
+    }
+    return f;
+}
+
 void filter2d_impl(const uint8_t* src, uint8_t* dst, const Shape& s, const FilterPlan& plan) {
     const ptrdiff_t row = s.row();
     const ptrdiff_t fkh = 2 * plan.fh + 1;
@@ -793,30 +811,15 @@ void filter2d_impl(const uint8_t* src, uint8_t* dst, const Shape& s, const Filte
         correlate_int_row(hrow(yb), bsum.data(), plan.g.data(), gl, s.c, row);
         if (has_eh) eh_add(yb + gl / 2, hrow(yb));
     };
-    // Border term E_v M F^T: the classes' runs in one list, summed over the extended row.
-    std::vector<Run> ev_runs;
-    std::vector<ptrdiff_t> ev_end;
-    std::vector<double> ev_values;
-    for (const TapClass& cls : plan.ev_classes) {
-        ev_runs.insert(ev_runs.end(), cls.runs.begin(), cls.runs.end());
-        ev_end.push_back(static_cast<ptrdiff_t>(ev_runs.size()));
-        ev_values.push_back(cls.value);
-    }
-    std::vector<double> ev_acc(ev_runs.empty() ? 0 : brow);
+    // Border term E_v M F^T, summed over the extended row.
+    const FlatClasses ev = flatten(plan.ev_classes);
+    std::vector<double> ev_acc(ev.runs.empty() ? 0 : brow);
     for (ptrdiff_t yp = 0; yp + 1 < fkh; ++yp) fill(yp);
     if (structured) {
         for (ptrdiff_t yb = -gl / 2; yb < gl / 2; ++yb) mask_row(yb);
     }
     std::vector<double> acc(static_cast<std::size_t>(row));
-    // The classes' runs in one list (class c ends at class_end[c]) and their values.
-    std::vector<Run> all_runs;
-    std::vector<ptrdiff_t> class_end;
-    std::vector<double> values;
-    for (const TapClass& cls : plan.classes) {
-        all_runs.insert(all_runs.end(), cls.runs.begin(), cls.runs.end());
-        class_end.push_back(static_cast<ptrdiff_t>(all_runs.size()));
-        values.push_back(cls.value);
-    }
+    const FlatClasses rem = flatten(plan.classes);
     for (ptrdiff_t y = 0; y < s.h; ++y) {
         fill(y + fkh - 1);
         if (structured) {
@@ -826,16 +829,16 @@ void filter2d_impl(const uint8_t* src, uint8_t* dst, const Shape& s, const Filte
         } else {
             std::fill(acc.begin(), acc.end(), 0.0);
         }
-        if (!ev_runs.empty()) {
+        if (!ev.runs.empty()) {
             std::fill(ev_acc.begin(), ev_acc.end(), 0.0);
-            runs_at(ev_runs, y + oy, ox * s.c);
-            add_classes_fused(ev_acc.data(), hi.data(), lo.data(), ev_end.data(),
-                              ev_values.data(), static_cast<ptrdiff_t>(ev_values.size()), brow);
+            runs_at(ev.runs, y + oy, ox * s.c);
+            add_classes_fused(ev_acc.data(), hi.data(), lo.data(), ev.end.data(),
+                              ev.values.data(), static_cast<ptrdiff_t>(ev.values.size()), brow);
             add_correlated_row(acc.data(), ev_acc.data(), plan.g_scaled.data(), gl, s.c, row);
         }
-        runs_at(all_runs, y, 0);
-        add_classes_fused(acc.data(), hi.data(), lo.data(), class_end.data(), values.data(),
-                          static_cast<ptrdiff_t>(values.size()), row);
+        runs_at(rem.runs, y, 0);
+        add_classes_fused(acc.data(), hi.data(), lo.data(), rem.end.data(), rem.values.data(),
+                          static_cast<ptrdiff_t>(rem.values.size()), row);
         store_unit_interval(acc.data(), dst + y * row, row);
     }
 }

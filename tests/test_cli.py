@@ -221,6 +221,14 @@ def test_list_into_a_closed_pipe_is_quiet(capsys):
     assert child.wait(timeout=120) == 0 and err == "", err
 
 
+def _failing_run(capsys, out, command="generate"):
+    """``medmnistc-fast COMMAND --sample ... --out OUT --quiet`` with ``generate`` (and
+    ``load_images``) patched by the caller to fail: (exit status, stderr lines)."""
+    code = main([command, "--sample", "--dataset", "breastmnist", "--size", "28",
+                 "--out", str(out), "--quiet"])
+    return code, capsys.readouterr().err.strip().splitlines()
+
+
 @pytest.mark.parametrize("command", ["generate", "preview"])
 def test_broken_pipe_outside_list_is_an_error(tmp_path, capsys, monkeypatch, command):
     # A BrokenPipeError inside generate / preview (a dead multiprocessing helper, stderr closed
@@ -232,10 +240,8 @@ def test_broken_pipe_outside_list_is_an_error(tmp_path, capsys, monkeypatch, com
 
     monkeypatch.setattr(G, "generate", broken)
     monkeypatch.setattr(G, "load_images", broken)
-    out = tmp_path / ("o" if command == "generate" else "o.png")
-    code = main([command, "--sample", "--dataset", "breastmnist", "--size", "28",
-                 "--out", str(out), "--quiet"])
-    lines = capsys.readouterr().err.strip().splitlines()
+    code, lines = _failing_run(capsys, tmp_path / ("o" if command == "generate" else "o.png"),
+                               command)
     assert code == 2
     assert len(lines) == 1 and lines[0].startswith("medmnistc-fast: error: ")
     assert "Broken pipe" in lines[0]
@@ -249,9 +255,7 @@ def test_out_of_memory_is_one_line(tmp_path, capsys, monkeypatch):
         raise MemoryError
 
     monkeypatch.setattr(G, "generate", too_big)
-    code = main(["generate", "--sample", "--dataset", "breastmnist", "--size", "28",
-                 "--out", str(tmp_path / "o"), "--quiet"])
-    lines = capsys.readouterr().err.strip().splitlines()
+    code, lines = _failing_run(capsys, tmp_path / "o")
     assert code == 1
     assert len(lines) == 1 and lines[0].startswith("medmnistc-fast: error: out of memory")
     assert "--chunk-size" in lines[0]
@@ -519,9 +523,7 @@ def test_dask_workers_on_other_versions_are_one_line(tmp_path, capsys, monkeypat
         G._DaskRunner._check_workers({"tcp://10.0.0.2:1": other})
 
     monkeypatch.setattr(G, "generate", check)
-    code = main(["generate", "--sample", "--dataset", "breastmnist", "--size", "28",
-                 "--out", str(tmp_path / "o"), "--quiet"])
-    lines = capsys.readouterr().err.strip().splitlines()
+    code, lines = _failing_run(capsys, tmp_path / "o")
     assert code == 2
     assert len(lines) == 1 and lines[0].startswith("medmnistc-fast: error: ")
     assert "tcp://10.0.0.2:1" in lines[0]
