@@ -676,8 +676,11 @@ def _resolve_baseline(baseline: Any, dataset: str) -> Tuple[str, float, Mapping[
             raise ValueError(f"baseline must be 'alexnet' or a mapping with keys 'clean_error' and 'errors'; "
                              f"got {baseline!r}")
         if dataset not in ALEXNET_BASELINES:
-            raise ValueError(f"dataset must be one of {list(ALEXNET_BASELINES)} for baseline='alexnet'; "
-                             f"got {dataset!r}")
+            raise ValueError(f"dataset must be one of {list(ALEXNET_BASELINES)} for baseline='alexnet' "
+                             f"(the reference has AlexNet numbers for those only); got {dataset!r}. "
+                             f"Pass baseline={{'clean_error': e, 'errors': {{corruption: e_c}}}} with "
+                             f"another model's errors, or use corruption_error / "
+                             f"mean_corruption_error, which need no baseline")
         entry = ALEXNET_BASELINES[dataset]
         return "alexnet", float(entry["clean_error"]), entry["errors"]
     if not isinstance(baseline, Mapping):

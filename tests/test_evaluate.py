@@ -551,6 +551,10 @@ def test_report_custom_baseline_and_zero_denominator_rule():
     assert rep2.be == rep.be
     with pytest.raises(ValueError, match="task"):
         ev.evaluate_robustness("my_set", Y4, two_col(P_OK), breast_scores(), baseline=base)
+    # without a custom baseline, the message says how to get a report for such a dataset
+    with pytest.raises(ValueError, match=r"for baseline='alexnet' .*got 'pathology96'\. Pass "
+                                         r"baseline=\{'clean_error': e, 'errors': .*mean_corruption_error"):
+        ev.evaluate_robustness("pathology96", Y4, two_col(P_OK), breast_scores(), task=BINARY)
 
 
 def test_report_does_not_modify_inputs():
