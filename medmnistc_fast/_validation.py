@@ -4,9 +4,11 @@ Every error names the argument and the allowed values. Nothing here mutates its 
 """
 from __future__ import annotations
 
+import importlib.metadata
 import math
 import numbers
 import os
+import re
 
 import numpy as np
 
@@ -35,6 +37,27 @@ def check_dataset(dataset, allowed=None, purpose: str = "") -> str:
     return dataset
 
 
+def defined_elsewhere(corruption, datasets) -> str:
+    """Hint for a corruption missing from ``datasets`` that other datasets or suites define.
+
+    Returns ``" ('gaussian_noise' belongs to other datasets: 'dermamnist', ...)"`` (datasets
+    in registry order), or ``""`` when no other dataset defines it.
+    """
+    if not isinstance(corruption, str):
+        return ""
+    others = [d for d in registry.TABLES if d not in datasets and corruption in registry.TABLES[d]]
+    if not others:
+        return ""
+    return f" ({corruption!r} belongs to other datasets: {_fmt_choices(others)})"
+
+
+def unknown_corruption_message(dataset: str, corruption) -> str:
+    """Message for a corruption that ``dataset`` does not define: its valid ones and, when
+    other datasets define it, which (:func:`defined_elsewhere`)."""
+    return (f"corruption {corruption!r} is not defined for dataset {dataset!r}; valid corruptions: "
+            f"{_fmt_choices(registry.TABLES[dataset])}{defined_elsewhere(corruption, (dataset,))}")
+
+
 def check_corruption(dataset: str, corruption) -> str:
     """Return ``corruption`` if ``dataset`` (already checked) defines it, else raise."""
     valid = tuple(registry.TABLES[dataset])
@@ -42,8 +65,7 @@ def check_corruption(dataset: str, corruption) -> str:
         raise TypeError(f"corruption must be a str, one of: {_fmt_choices(valid)}; "
                         f"got {type(corruption).__name__}")
     if corruption not in valid:
-        raise ValueError(f"corruption {corruption!r} is not defined for dataset {dataset!r}; "
-                         f"valid corruptions: {_fmt_choices(valid)}")
+        raise ValueError(unknown_corruption_message(dataset, corruption))
     return corruption
 
 
@@ -104,6 +126,24 @@ def check_int_pair(value, name: str, lo: int, hi: int) -> tuple:
 def check_seed(seed):
     """Return ``seed`` as a non-negative int, or None."""
     return None if seed is None else check_nonneg_int(seed, "seed")
+
+
+def missing_extra(feature: str, module: str, extra: str) -> ImportError:
+    """ImportError for an optional dependency ``module`` that ``feature`` needs.
+
+    The packages to install are the requirements of this distribution's ``extra`` (from its
+    installed metadata, i.e. ``pyproject.toml``; ``module`` when that metadata is missing).
+    medmnistc_fast is installed from a clone of its repository, not from a package index, so
+    the message names the packages themselves and, for the clone, ``pip install '.[extra]'``.
+    """
+    try:
+        reqs = importlib.metadata.requires("medmnistc_fast") or []
+    except importlib.metadata.PackageNotFoundError:
+        reqs = []
+    marker = re.compile(rf"""extra\s*==\s*["']{re.escape(extra)}["']""")
+    pkgs = [r.split(";")[0].strip() for r in reqs if marker.search(r)] or [module]
+    return ImportError(f"{feature} needs {module}: pip install " + " ".join(f"'{p}'" for p in pkgs)
+                       + f" (or, in a clone of medmnistc_fast, pip install '.[{extra}]')")
 
 
 def check_path(value, name: str, kind: str = "") -> str:

@@ -32,7 +32,7 @@ import numpy as np
 
 from . import registry
 from ._npz import inspect_npz, read_member_array
-from ._validation import _is_int, check_corruption, check_dataset, check_path
+from ._validation import _is_int, check_corruption, check_dataset, check_path, missing_extra
 
 __all__ = ["CorruptedSet", "TorchCorruptedSet", "available_corruptions", "folder_name",
            "IMAGES_KEY", "LABELS_KEY", "SPLITS", "MANIFEST_GENERATOR"]
@@ -75,8 +75,7 @@ def _zarr():
     try:
         import zarr
     except ImportError:
-        raise ImportError("reading .zarr corrupted sets needs zarr: pip install "
-                          "'medmnistc_fast[zarr]'") from None
+        raise missing_extra("reading .zarr corrupted sets", "zarr", "zarr") from None
     return zarr
 
 
@@ -631,8 +630,7 @@ def _torch_dataset_base():
     try:
         from torch.utils.data import Dataset
     except ImportError:
-        raise ImportError("TorchCorruptedSet needs torch: pip install 'medmnistc_fast[torch]'"
-                          ) from None
+        raise missing_extra("TorchCorruptedSet", "torch", "torch") from None
     return Dataset
 
 

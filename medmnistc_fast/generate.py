@@ -117,7 +117,8 @@ from ._fileio import tmp_name as _tmp_name
 from ._fileio import write_text_atomic as _write_text_atomic
 from ._cpus import available_cpus
 from ._version import __version__
-from ._validation import _fmt_choices, check_dataset, check_path
+from ._validation import _fmt_choices, check_dataset, check_path, missing_extra
+from ._validation import defined_elsewhere, unknown_corruption_message
 from ._validation import check_int as _check_int
 from .datasets import MANIFEST_GENERATOR, SPLITS, folder_name
 from .api import corrupt, corrupt_batch, severity_table
@@ -142,6 +143,8 @@ FORMATS = ("npz", "zarr")
 MANIFEST = "manifest.json"
 #: Zenodo record of MedMNIST+ (all sizes).
 DOWNLOAD_URL = "https://zenodo.org/records/10519652"
+#: Image sides of the MedMNIST+ files (``{flag}.npz`` at 28 px, ``{flag}_{size}.npz`` else).
+MEDMNIST_SIZES = (28, 64, 128, 224)
 #: File name endings read from an image folder (compared in lower case).
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff")
 #: Row-to-file map written beside the outputs of a folder input.
@@ -186,8 +189,20 @@ def output_dir(out, dataset: str, split: str = "test") -> str:
     return os.path.join(out, folder_name(dataset, split))
 
 
-def _missing_message(path: str, size: int) -> str:
-    if size not in (28, 64, 128, 224):
+def _missing_message(path: str, size: int, dataset: str) -> str:
+    folder = os.path.dirname(path)
+    if os.path.isfile(folder):
+        # --root pointed at the .npz itself: the file name was appended to it
+        return (f"MedMNIST+ file not found: {path}. --root (root=) names the file {folder}; "
+                f"it must be the folder holding {os.path.basename(path)}")
+    other = [s for s in MEDMNIST_SIZES
+             if s != size and os.path.isfile(input_path(folder, dataset, s))]
+    if other:
+        found = ", ".join(f"{os.path.basename(input_path(folder, dataset, s))} (--size {s})"
+                          for s in other)
+        return (f"MedMNIST+ file not found: {path}. That folder holds {dataset} at other sizes: "
+                f"{found}; --size (size=) chooses the file, default 224")
+    if size not in MEDMNIST_SIZES:
         get = (f"MedMNIST+ files come at 28, 64, 128 and 224 px only: at {size} px, write "
                f"your own file in their format (test_images, test_labels)")
     else:
@@ -286,11 +301,10 @@ def _resolve_corruptions(datasets: list, corruptions) -> dict:
     for c in wanted:
         if not isinstance(c, str) or c not in every:
             if len(datasets) == 1:
-                valid = _fmt_choices(registry.TABLES[datasets[0]])
-                raise ValueError(f"corruption {c!r} is not defined for dataset {datasets[0]!r}; "
-                                 f"valid corruptions: {valid}")
+                raise ValueError(unknown_corruption_message(datasets[0], c))
             raise ValueError(f"corruption {c!r} is not defined for any of the selected datasets; "
-                             f"valid corruptions: {_fmt_choices(sorted(every))}")
+                             f"valid corruptions: {_fmt_choices(sorted(every))}"
+                             f"{defined_elsewhere(c, datasets)}")
     return {d: [c for c in registry.TABLES[d] if c in wanted] for d in datasets}
 
 
@@ -465,7 +479,7 @@ def _check_split_arrays(where: str, dataset: str, size: int, split: str, shape, 
 def _open_file_input(dataset: str, split: str, size: int, root) -> _Input:
     path = input_path(root, dataset, size)
     if not os.path.isfile(path):
-        raise FileNotFoundError(_missing_message(path, size))
+        raise FileNotFoundError(_missing_message(path, size, dataset))
     members = inspect_npz(path)
     for key in (f"{split}_images", f"{split}_labels"):
         if key not in members:
@@ -1120,8 +1134,7 @@ class _DaskRunner:
         try:
             from dask.distributed import Client
         except ImportError:
-            raise ImportError("scheduler= / --scheduler needs dask.distributed: "
-                              "pip install 'medmnistc_fast[dask]'") from None
+            raise missing_extra("scheduler= / --scheduler", "dask.distributed", "dask") from None
         if isinstance(scheduler, (str, os.PathLike)):
             scheduler = os.fspath(scheduler)
             if scheduler.endswith(".json") and os.path.isfile(scheduler):
@@ -1837,8 +1850,9 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     ------
     FileNotFoundError
         A MedMNIST+ file or the image folder is missing (for MedMNIST+ the message says how to
-        get it and mentions ``--sample``), or ``scheduler`` names a ``.json`` scheduler file
-        that does not exist.
+        get it and mentions ``--sample``; it names instead the dataset's files of other sizes
+        in ``root``, or ``root`` itself when that is a file), or ``scheduler`` names a
+        ``.json`` scheduler file that does not exist.
     ValueError
         Unknown dataset, corruption or severity; an empty ``out`` or ``scheduler``; more than
         one input; ``seed`` negative, ``sample_n`` or ``chunk_size`` below 1, ``chunk_size``
@@ -1937,8 +1951,7 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         try:
             import zarr  # noqa: F401
         except ImportError:
-            raise ImportError("fmt='zarr' / --format zarr needs zarr: "
-                              "pip install 'medmnistc_fast[zarr]'") from None
+            raise missing_extra("fmt='zarr' / --format zarr", "zarr", "zarr") from None
 
     # 1. Check every input and every output folder before writing anything.
     if folder is not None:

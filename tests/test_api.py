@@ -57,6 +57,26 @@ def test_unknown_names_list_valid(rgb224):
         mf.corruptions("nope")
 
 
+@pytest.mark.parametrize("dataset, corruption", [
+    ("pathmnist", "gaussian_noise"),       # a MedMNIST-C corruption of other datasets
+    ("pathmnist", "hue"),                  # a pathology-suite corruption
+    ("pathology96", "brightness_up"),      # a MedMNIST-C name on a suite
+    ("pathmnist", "pixelation"),           # no dataset defines it: no hint
+])
+def test_corruption_of_other_datasets_names_them(dataset, corruption):
+    # The datasets that define it, found by asking every key for its corruptions.
+    owners = [d for d in mf.DATASETS + mf.PATHOLOGY_SUITES if corruption in mf.corruptions(d)]
+    with pytest.raises(ValueError) as ei:
+        mf.corrupt(np.zeros((32, 32, 3), np.uint8), corruption, 1, dataset=dataset)
+    msg = str(ei.value)
+    assert "valid corruptions: " + ", ".join(map(repr, mf.corruptions(dataset))) in msg
+    if owners:
+        assert msg.endswith(f"({corruption!r} belongs to other datasets: "
+                            + ", ".join(map(repr, owners)) + ")")
+    else:
+        assert "belongs to" not in msg
+
+
 @pytest.mark.parametrize("bad, exc, msg", [
     (np.zeros((32, 32, 3), np.float32), TypeError, "dtype uint8"),
     (np.zeros((32, 32, 3), np.int16), TypeError, "dtype uint8"),

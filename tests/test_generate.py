@@ -19,6 +19,7 @@ import pytest
 
 import medmnistc_fast as mf
 from medmnistc_fast import _npz
+from medmnistc_fast.datasets import CorruptedSet
 from medmnistc_fast.generate import (generate, input_path, load_images, output_dir,
                                      preview_cell, render_preview)
 from medmnistc_fast.sample import sample_split
@@ -576,6 +577,88 @@ def test_missing_file_message(tmp_path):
     assert "--size=100" not in str(ei.value) and "28, 64, 128 and 224 px only" in str(ei.value)
     assert not (tmp_path / "out").exists()
     assert input_path(tmp_path, "octmnist", 28).endswith("octmnist.npz")
+
+
+def test_missing_file_message_points_at_the_likely_mistake(tmp_path):
+    # The file holds nothing valid: the message must come from the file name alone.
+    r = tmp_path / "root"
+    r.mkdir()
+    (r / "octmnist.npz").write_bytes(b"")
+    (r / "octmnist_128.npz").write_bytes(b"")
+    # Another size of the same dataset is there: the default --size 224 is the likely mistake.
+    with pytest.raises(FileNotFoundError) as ei:
+        generate("octmnist", tmp_path / "out", root=r, workers=1)
+    msg = str(ei.value)
+    assert str(r / "octmnist_224.npz") in msg
+    assert "octmnist.npz (--size 28), octmnist_128.npz (--size 128)" in msg
+    # --root naming the file itself instead of its folder
+    with pytest.raises(FileNotFoundError) as ei:
+        generate("octmnist", tmp_path / "out", root=r / "octmnist_128.npz", size=128, workers=1)
+    msg = str(ei.value)
+    assert f"--root (root=) names the file {r / 'octmnist_128.npz'}" in msg
+    assert "must be the folder holding octmnist_128.npz" in msg
+    # Files of other datasets do not count.
+    with pytest.raises(FileNotFoundError) as ei:
+        generate("chestmnist", tmp_path / "out", root=r, size=64, workers=1)
+    assert "other sizes" not in str(ei.value) and "pip install medmnist" in str(ei.value)
+    assert not (tmp_path / "out").exists()
+
+
+def _extra_requirements(extra):
+    """The requirements of a pyproject.toml extra, read with tomllib (Python 3.11+)."""
+    tomllib = pytest.importorskip("tomllib")
+    with open(os.path.join(os.path.dirname(__file__), "..", "pyproject.toml"), "rb") as f:
+        return tomllib.load(f)["project"]["optional-dependencies"][extra]
+
+
+@pytest.mark.parametrize("module, extra, call", [
+    ("zarr", "zarr", lambda out: generate("pathmnist", out, sample=True, sample_n=1, size=SIZE,
+                                          fmt="zarr", workers=1)),
+    ("dask.distributed", "dask", lambda out: generate("pathmnist", out, sample=True, sample_n=1,
+                                                      size=SIZE, scheduler="tcp://h:1")),
+    ("zarr", "zarr", "read"),
+    ("torch", "torch", "torch"),
+])
+def test_missing_optional_dependency_names_installable_packages(tmp_path, monkeypatch, module,
+                                                                 extra, call):
+    # medmnistc_fast is installed from a clone, not from a package index: the message must name
+    # the packages of the extra (pip install 'medmnistc_fast[zarr]' finds nothing to install).
+    if call == "read":   # a zarr store on disk, opened without zarr
+        store = tmp_path / "pathmnist" / "pixelate.zarr"
+        store.mkdir(parents=True)
+        (store / "zarr.json").write_text("{}")
+        call = lambda out: CorruptedSet(out, "pathmnist", "pixelate")  # noqa: E731
+    if call == "torch":  # the base class of CorruptedSet(...).torch()
+        from medmnistc_fast.datasets import _torch_dataset_base
+        call = lambda out: _torch_dataset_base()  # noqa: E731
+        monkeypatch.setitem(sys.modules, "torch.utils.data", None)
+    monkeypatch.setitem(sys.modules, module, None)   # makes "import zarr" raise ImportError
+    with pytest.raises(ImportError) as ei:
+        call(tmp_path)
+    msg = str(ei.value)
+    assert f"needs {module}: pip install " + " ".join(f"'{r}'" for r in _extra_requirements(extra)) in msg
+    assert f"in a clone of medmnistc_fast, pip install '.[{extra}]'" in msg
+    assert "medmnistc_fast[" not in msg
+
+
+def test_missing_optional_dependency_without_metadata(monkeypatch):
+    import importlib.metadata
+    from medmnistc_fast._validation import missing_extra
+
+    def gone(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+    monkeypatch.setattr(importlib.metadata, "requires", gone)
+    assert str(missing_extra("TorchCorruptedSet", "torch", "torch")) == (
+        "TorchCorruptedSet needs torch: pip install 'torch' (or, in a clone of medmnistc_fast, "
+        "pip install '.[torch]')")
+
+
+def test_corruption_of_no_selected_dataset_names_its_datasets(tmp_path):
+    owners = [d for d in mf.DATASETS if "gaussian_noise" in mf.corruptions(d)]
+    with pytest.raises(ValueError) as ei:
+        generate("pathmnist,bloodmnist", tmp_path, sample=True, corruptions="gaussian_noise")
+    assert str(ei.value).endswith("('gaussian_noise' belongs to other datasets: "
+                                  + ", ".join(map(repr, owners)) + ")")
 
 
 @pytest.mark.parametrize("kwargs, msg", [
