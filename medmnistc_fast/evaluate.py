@@ -788,6 +788,12 @@ def evaluate_robustness(
 
     y = _check_labels(y_true, task, "y_true")
     n = y.shape[0]
+    clean_scores = _as_array(clean_scores, "clean_scores")
+    if clean_scores.ndim in (1, 2) and 0 < clean_scores.shape[0] * N_SEVERITIES == n:
+        # the labels of a corrupted set (CorruptedSet.arrays()[1]) are the clean ones tiled
+        raise ValueError(f"y_true has {n} rows, {N_SEVERITIES} times the {clean_scores.shape[0]} of "
+                         f"clean_scores: pass the clean split's labels, not the labels of a corrupted "
+                         f"set (tiled once per severity)")
     clean = _check_scores(clean_scores, task, n, "clean_scores")
     _check_label_range(y, clean, task, "y_true", "clean_scores")
     if dataset in DATASET_TASKS and task == DATASET_TASKS[dataset] and task != _BINARY:

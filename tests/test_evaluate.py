@@ -551,6 +551,10 @@ def test_report_custom_baseline_and_zero_denominator_rule():
     assert rep2.be == rep.be
     with pytest.raises(ValueError, match="task"):
         ev.evaluate_robustness("my_set", Y4, two_col(P_OK), breast_scores(), baseline=base)
+    # the labels of a corrupted set (the clean ones tiled five times) instead of the clean ones
+    with pytest.raises(ValueError, match=r"y_true has 20 rows, 5 times the 4 of clean_scores: pass the "
+                                         r"clean split's labels"):
+        ev.evaluate_robustness("breastmnist", np.tile(Y4, 5), two_col(P_OK), breast_scores())
     # without a custom baseline, the message says how to get a report for such a dataset
     with pytest.raises(ValueError, match=r"for baseline='alexnet' .*got 'pathology96'\. Pass "
                                          r"baseline=\{'clean_error': e, 'errors': .*mean_corruption_error"):
