@@ -181,6 +181,15 @@ def _manifest_files(folder: str):
     return files if isinstance(files, dict) else None
 
 
+def _dataset_folder_hint(root: str, sub: str) -> str:
+    """``""`` unless ``root`` is itself a dataset folder of a generate run (it holds a generate
+    manifest) and not the output folder holding ``sub``: then a hint to pass its parent."""
+    if os.path.isdir(os.path.join(root, sub)) or _manifest_files(root) is None:
+        return ""
+    return (f"; {root!r} holds a generate manifest, so it is a dataset folder itself: pass the "
+            f"generate --out folder, which holds {sub}/")
+
+
 def _manifest_entry(path: str):
     """The entry of ``manifest.json`` (beside ``path``) whose ``file`` is ``path``'s name, or
     None: no manifest, an unreadable or foreign one, or no entry for that file."""
@@ -264,7 +273,8 @@ def available_corruptions(root, dataset: str, split: str = "test") -> tuple:
     Raises
     ------
     FileNotFoundError
-        ``root`` is not a folder.
+        ``root`` is not a folder, or is a dataset folder of a generate run (it holds a
+        generate ``manifest.json`` and no ``{dataset}/`` folder) instead of the output folder.
     TypeError
         ``root`` is not a str or os.PathLike; ``split`` not a str.
     ValueError
@@ -277,6 +287,9 @@ def available_corruptions(root, dataset: str, split: str = "test") -> tuple:
         raise FileNotFoundError(f"root {root!r} is not a folder (expected the generate output "
                                 f"folder holding {sub}/)")
     folder = os.path.join(root, sub)
+    hint = _dataset_folder_hint(root, sub)
+    if hint:
+        raise FileNotFoundError(f"no folder {sub}/ under {root!r}{hint}")
     listed = _manifest_files(folder)
 
     def present(c):
@@ -377,7 +390,8 @@ class CorruptedSet:
             raise FileNotFoundError(
                 f"no corrupted set for {dataset}/{corruption} under {os.fspath(root)!r} "
                 f"(looked for {' and '.join(candidates[f] for f in order)}); present: "
-                f"{', '.join(present) or 'none'}")
+                f"{', '.join(present) or 'none'}"
+                f"{_dataset_folder_hint(root, folder_name(dataset, split or 'test'))}")
         listed = _manifest_files(folder)
         if listed is not None and _manifest_entry(path) is None:
             raise ValueError(

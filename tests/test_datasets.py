@@ -292,6 +292,25 @@ def test_available_corruptions_missing_root(tmp_path):
     assert available_corruptions(tmp_path, "pathmnist") == ()
 
 
+def test_dataset_folder_given_as_root_says_so(tmp_path):
+    # A newcomer passes the folder of one dataset (holding manifest.json and the files) instead
+    # of the generate output folder: available_corruptions used to return () without a word.
+    _generated(tmp_path, "npz", None)
+    inner = str(tmp_path / "pathmnist")
+    hint = (f"{inner!r} holds a generate manifest, so it is a dataset folder itself: pass the "
+            f"generate --out folder, which holds pathmnist/")
+    with pytest.raises(FileNotFoundError) as ei:
+        available_corruptions(inner, "pathmnist")
+    assert str(ei.value) == f"no folder pathmnist/ under {inner!r}; {hint}"
+    with pytest.raises(FileNotFoundError) as ei:
+        CorruptedSet(inner, "pathmnist", "pixelate")
+    assert str(ei.value).endswith("present: none; " + hint)
+    # the right root: no hint, the set opens; a folder without any manifest: () as before
+    assert available_corruptions(tmp_path, "pathmnist") == ("pixelate",)
+    assert len(CorruptedSet(tmp_path, "pathmnist", "pixelate")) == 15
+    assert available_corruptions(tmp_path, "dermamnist") == ()
+
+
 def _generated(tmp_path, fmt, severities, n=3, seed=0, overwrite=False):
     """A generate output of ``n`` random 16 px RGB images (pixelate); returns (images, labels)."""
     from medmnistc_fast.generate import generate
