@@ -583,17 +583,24 @@ def _scan_folder(folder) -> tuple:
     if not classes:
         raise ValueError(f"{root} has no class sub-folders; expected one sub-folder of images "
                          f"per class ({os.path.join(root, 'CLASS', 'IMAGE')}.png)")
-    rel, labels = [], []
+    rel, labels, skipped = [], [], []
     for k, c in enumerate(classes):
         d = os.path.join(root, c)
         with os.scandir(d) as it:
-            names = sorted(e.name for e in it if not e.name.startswith(".")
-                           and e.name.lower().endswith(IMAGE_EXTENSIONS) and e.is_file())
+            visible = sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
+        names = [e.name for e in visible
+                 if e.name.lower().endswith(IMAGE_EXTENSIONS) and e.is_file()]
+        skipped.extend(f"{c}/{e.name}" for e in visible if e.name not in names)
         if not names:
             raise ValueError(f"class folder {d} holds no images "
                              f"({', '.join(IMAGE_EXTENSIONS)}, any case): add images or remove it")
         rel.extend(f"{c}/{n}" for n in names)
         labels.extend([k] * len(names))
+    if skipped:
+        shown = ", ".join(skipped[:5]) + (", ..." if len(skipped) > 5 else "")
+        warnings.warn(f"{len(skipped)} entries of the class folders under {root} are not images "
+                      f"generate reads ({', '.join(IMAGE_EXTENSIONS)}, any case) and were "
+                      f"skipped: {shown}", UserWarning, stacklevel=3)
     return root, tuple(classes), tuple(rel), tuple(labels)
 
 
@@ -1778,7 +1785,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         the immediate sub-folders sorted by name (hidden ones, starting with ".", skipped);
         the label of an image is its class's index in that order. Images are the files of
         each class folder (not recursive) ending in .png, .jpg, .jpeg, .tif or .tiff (any
-        case), sorted by name; other entries are ignored. A file directly under ``folder``, an
+        case), sorted by name; other entries (hidden ones aside) are skipped with a
+        UserWarning naming them. A file directly under ``folder``, an
         empty class folder, an unreadable image, an image of more than 8 bits per channel
         (16-bit, 32-bit or float) or of another size than the first image (H, W >= 8) is an
         error, raised before anything is written. Images are decoded with Pillow (first frame

@@ -25,6 +25,11 @@ from medmnistc_fast.cli import main
 from medmnistc_fast.generate import folder_suite, generate
 from tests.test_generate import sha, tree
 
+# The shared folder holds a non-image file and a nested folder on purpose (they must be
+# skipped); the warning about them is checked once, in test_skipped_entries_are_named.
+pytestmark = pytest.mark.filterwarnings(
+    r"ignore:2 entries of the class folders .* were skipped:UserWarning")
+
 SEED = 7
 SUITE = "pathology96"
 CLASSES = ("benign", "tumour")
@@ -96,6 +101,18 @@ def expected_checksum(rows, root):
         h.update(struct.pack("<I", len(b)) + b + struct.pack("<q", label)
                  + hashlib.sha256((root / rel).read_bytes()).digest())
     return h.hexdigest()
+
+
+def test_skipped_entries_are_named(folder, tmp_path):
+    # Files of other formats (notes.txt) and nested folders in the class folders are skipped;
+    # a newcomer's .bmp images vanished from the set without a word, so the run says which.
+    root, rows = folder
+    with pytest.warns(UserWarning, match=r"2 entries of the class folders .* were skipped: "
+                                         r"benign/notes\.txt, tumour/nested$"):
+        generate(SUITE, tmp_path, folder=root, corruptions=["pixelate"], severities=[1],
+                 workers=1, progress=False)
+    with np.load(tmp_path / SUITE / "pixelate.npz") as z:
+        assert z["test_images"].shape[0] == len(rows)
 
 
 # ------------------------------------------------------------------------------- end to end
