@@ -45,7 +45,8 @@ pathology suites: marking              (width, height): one of :data:`BOX_GRID_P
 =====================================  =====================================================
 
 The pathology suites' other corruptions (pixelate, JPEG, defocus and motion blur) follow the
-MedMNIST-C rows; ``folds`` put brightness and hue in 'color' and marking in 'task-specific'.
+MedMNIST-C rows; ``folds`` use :func:`medmnistc_fast.registry.fold_of` (brightness and hue in
+'color', marking in 'task-specific').
 
 Randomness (no global state is ever touched):
 
@@ -153,8 +154,6 @@ _PATHOLOGY_RULES: dict = {
 #: blot (3-25 ms at 224 px, cached per size: :func:`~.corruptions.pathology.blot`); 17 points
 #: keep every box of a run in that cache.
 BOX_GRID_POINTS = 17
-#: Folds of the pathology suites' own names (the MedMNIST-C folds cover the rest by name).
-_PATHOLOGY_FOLDS: dict = {"color": ("brightness", "hue"), "task-specific": ("marking",)}
 
 _NOISE_NAMES = frozenset(name for name, rule in _RULES.items() if rule == ("grid",))
 
@@ -394,7 +393,7 @@ def _select(dataset, corruptions, folds) -> list:
         if not isinstance(folds, (Sequence, set, frozenset)):
             raise TypeError(f"folds must be a fold name or a sequence of fold names "
                             f"({', '.join(map(repr, registry.FOLDS))}), or None; got {folds!r}")
-        names = set()
+        wanted_folds = set()
         for f in folds:
             if not isinstance(f, str):  # a list raised "unhashable type: 'list'"
                 raise TypeError(f"folds must hold fold names (str), one of "
@@ -402,10 +401,8 @@ def _select(dataset, corruptions, folds) -> list:
             if f not in registry.FOLDS:
                 raise ValueError(f"unknown fold {f!r}; valid folds: "
                                  f"{', '.join(map(repr, registry.FOLDS))}")
-            names.update(registry.FOLDS[f])
-            if dataset in registry.PATHOLOGY_SUITES:
-                names.update(_PATHOLOGY_FOLDS.get(f, ()))
-        chosen = [c for c in chosen if c in names]
+            wanted_folds.add(f)
+        chosen = [c for c in chosen if registry.fold_of(dataset, c) in wanted_folds]
         if not chosen:
             raise ValueError(f"folds {list(folds)!r} select none of the corruptions of {dataset!r} "
                              f"({', '.join(map(repr, available))})")

@@ -241,18 +241,6 @@ def _ancestors(path: str):
         path = up
 
 
-def _fold_of(dataset: str, corruption: str):
-    """MedMNIST-C category of a corruption; None for the pathology suites (none defined)."""
-    from . import registry
-
-    if dataset in registry.PATHOLOGY_SUITES:
-        return None
-    for fold, names in registry.FOLDS.items():
-        if corruption in names:
-            return fold
-    return None
-
-
 def _cmd_list(args) -> int:
     from . import registry
     from ._validation import check_dataset
@@ -267,7 +255,7 @@ def _cmd_list(args) -> int:
             "channels": 3 if registry.RGB[d] else 1,
             "task": registry.TASKS.get(d),
             "reference_size": registry.REFERENCE_SIZES[d],
-            "corruptions": {c: {"fold": _fold_of(d, c), "table": _jsonable(t)}
+            "corruptions": {c: {"fold": registry.fold_of(d, c), "table": _jsonable(t)}
                             for c, t in registry.TABLES[d].items()},
         }
     if args.json:
@@ -283,8 +271,7 @@ def _cmd_list(args) -> int:
         width = max(len(c) for c in info["corruptions"])
         for c, ci in info["corruptions"].items():
             levels = ", ".join(_fmt_level(v) for v in ci["table"])
-            fold = "" if info["suite"] == "pathology" else f"{ci['fold'] or '-':<13}  "
-            print(f"  {c:<{width}}  {fold}{levels}")
+            print(f"  {c:<{width}}  {ci['fold'] or '-':<13}  {levels}")
     return 0
 
 

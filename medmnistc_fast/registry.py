@@ -40,8 +40,8 @@ from types import MappingProxyType
 
 import numpy as np
 
-__all__ = ["DATASETS", "PATHOLOGY_SUITES", "TABLES", "FOLDS", "RGB", "TASKS", "N_SEVERITIES",
-           "REFERENCE_SIZE", "REFERENCE_SIZES", "N_CLASSES"]
+__all__ = ["DATASETS", "PATHOLOGY_SUITES", "TABLES", "FOLDS", "PATHOLOGY_FOLDS", "fold_of", "RGB",
+           "TASKS", "N_SEVERITIES", "REFERENCE_SIZE", "REFERENCE_SIZES", "N_CLASSES"]
 
 #: Number of severity levels (the reference's benchmark uses levels 1..5).
 N_SEVERITIES = 5
@@ -305,6 +305,26 @@ N_CLASSES: Mapping = {
 TABLES = MappingProxyType({d: MappingProxyType(t) for d, t in TABLES.items()})
 REFERENCE_SIZES = MappingProxyType(REFERENCE_SIZES)
 FOLDS = MappingProxyType(FOLDS)
+#: Folds of the pathology suites' own corruption names (our classification: the pathology
+#: benchmark defines no folds; its other names fall in :data:`FOLDS` by name).
+PATHOLOGY_FOLDS = MappingProxyType({"color": ("brightness", "hue"),
+                                    "task-specific": ("marking",)})
 RGB = MappingProxyType(RGB)
 TASKS = MappingProxyType(TASKS)
 N_CLASSES = MappingProxyType(N_CLASSES)
+
+
+def fold_of(dataset: str, corruption: str):
+    """The fold (key of :data:`FOLDS`) ``corruption`` of ``dataset`` belongs to, or None.
+
+    MedMNIST-C names by :data:`FOLDS`; the pathology suites' own names (brightness, hue,
+    marking) by :data:`PATHOLOGY_FOLDS`. Names are not validated (None for an unknown one).
+    """
+    for fold, names in FOLDS.items():
+        if corruption in names:
+            return fold
+    if dataset in PATHOLOGY_SUITES:
+        for fold, names in PATHOLOGY_FOLDS.items():
+            if corruption in names:
+                return fold
+    return None

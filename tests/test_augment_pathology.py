@@ -129,3 +129,16 @@ def test_pathology_folds():
 def test_unknown_suite_named():
     with pytest.raises(ValueError, match="pathology96"):
         AugMedMNISTC("pathology128")
+
+
+def test_fold_of_every_name():
+    # One mapping for the augmentation's folds and the CLI's fold column: every corruption of
+    # every dataset and suite has exactly one fold (the pathology suites' own names by
+    # PATHOLOGY_FOLDS, the rest by FOLDS).
+    for d in list(mf.DATASETS) + list(mf.PATHOLOGY_SUITES):
+        for c in mf.corruptions(d):
+            homes = [f for f, names in registry.FOLDS.items() if c in names]
+            if not homes:
+                homes = [f for f, names in registry.PATHOLOGY_FOLDS.items() if c in names]
+            assert len(homes) == 1 and registry.fold_of(d, c) == homes[0], (d, c)
+    assert registry.fold_of("pathmnist", "hue") is None  # not a MedMNIST-C name

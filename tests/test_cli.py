@@ -432,7 +432,9 @@ def test_list_json(capsys):
         assert info["task"] == (None if pathology else mf.registry.TASKS[d])
         for c, ci in info["corruptions"].items():
             assert ci["table"] == json.loads(json.dumps(list(mf.severity_table(d, c))))
-            assert ci["fold"] is None if pathology else c in mf.FOLDS[ci["fold"]]
+            own = mf.registry.PATHOLOGY_FOLDS if pathology and c not in sum(
+                mf.FOLDS.values(), ()) else mf.FOLDS
+            assert c in own[ci["fold"]]
     assert main(["list", "--json", "--dataset", "retinamnist"]) == 0
     one = json.loads(capsys.readouterr().out)
     assert list(one["datasets"]) == ["retinamnist"]
@@ -453,8 +455,8 @@ def test_list_text(capsys):
     out = capsys.readouterr().out.splitlines()
     assert "pathology96  (RGB, pathology suite, tables for 96 px, 9 corruptions)" in out
     assert "pathology224  (RGB, pathology suite, tables for 224 px, 9 corruptions)" in out
-    assert "  hue               0.02, 0.04, 0.06, 0.08, 0.1" in out
-    assert "  marking           (24, 26), (49, 53), (75, 80), (101, 107), (126, 135)" in out
+    assert "  hue               color          0.02, 0.04, 0.06, 0.08, 0.1" in out
+    assert "  marking           task-specific  (24, 26), (49, 53), (75, 80), (101, 107), (126, 135)" in out
 
 
 
