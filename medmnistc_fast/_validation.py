@@ -147,15 +147,16 @@ def missing_extra(feature: str, module: str, extra: str) -> ImportError:
 
 
 def check_path(value, name: str, kind: str = "") -> str:
-    """``value`` (a str or os.PathLike naming a path) as a str; TypeError naming ``name`` for
-    anything else, bytes paths included. ``kind`` (``"folder"``, ``"file"``) goes into the
-    message."""
+    """``value`` (a str or os.PathLike naming a path) as a str, a leading ``~`` expanded
+    (``os.path.expanduser``: ``~name`` of an unknown user stays as given), so that every path
+    argument of the package takes ``~`` alike; TypeError naming ``name`` for anything else,
+    bytes paths included. ``kind`` (``"folder"``, ``"file"``) goes into the message."""
     path = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
     if not isinstance(path, str):
         what = f"{kind} path" if kind else "path"
         raise TypeError(f"{name} must be a str or os.PathLike {what}; got {value!r} "
                         f"({type(value).__name__})")
-    return path
+    return os.path.expanduser(path)
 
 
 def _check_array(arr, name: str, ndims: tuple, layout: str) -> np.ndarray:

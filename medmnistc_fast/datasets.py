@@ -281,7 +281,7 @@ def available_corruptions(root, dataset: str, split: str = "test") -> tuple:
         Unknown ``dataset`` or ``split``.
     """
     dataset = check_dataset(dataset)
-    root = os.path.expanduser(check_path(root, "root"))  # "~" as generate's out= takes it
+    root = check_path(root, "root")
     sub = folder_name(dataset, _check_split(split) or "test")
     if not os.path.isdir(root):
         raise FileNotFoundError(f"root {root!r} is not a folder (expected the generate output "
@@ -373,7 +373,7 @@ class CorruptedSet:
         if format not in _FORMATS:
             raise ValueError(f"format must be one of {', '.join(map(repr, _FORMATS))}; "
                              f"got {format!r}")
-        root = os.path.expanduser(check_path(root, "root"))  # "~" as generate's out= takes it
+        root = check_path(root, "root")
         split = _check_split(split)
         folder = os.path.join(root, folder_name(dataset, split or "test"))
         candidates = {"npz": os.path.join(folder, corruption + ".npz"),
@@ -448,7 +448,7 @@ class CorruptedSet:
         if format not in _FORMATS:
             raise ValueError(f"format must be one of {', '.join(map(repr, _FORMATS))}; "
                              f"got {format!r}")
-        path = os.path.expanduser(check_path(path, "path"))
+        path = check_path(path, "path")
         split = _check_split(split)
         if not os.path.exists(path):
             raise FileNotFoundError(f"no such corrupted-set file: {path!r}")

@@ -643,11 +643,8 @@ class RobustnessReport:
 
 def _report_path(path, example: str) -> Path:
     """``path`` (str or path-like) as a Path to write a report to, refusing a folder; a
-    leading ``~`` is expanded, as ``generate`` and ``CorruptedSet`` expand it
-    (``os.path.expanduser``: ``~name`` of an unknown user stays as given, where pathlib's
-    ``expanduser`` raises RuntimeError)."""
-    check_path(path, "path", "file")
-    dest = Path(os.path.expanduser(os.fspath(path)))
+    leading ``~`` is expanded (:func:`~._validation.check_path`)."""
+    dest = Path(check_path(path, "path", "file"))
     # Path("a.json/") is Path("a.json"): a name ending in a separator means a folder.
     if dest.is_dir() or os.fspath(path).endswith(("/", os.sep)):
         raise IsADirectoryError(f"path {os.fspath(path)!r} is a folder; give a file name "

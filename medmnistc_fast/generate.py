@@ -175,8 +175,7 @@ def input_path(root, dataset: str, size: int) -> str:
     ``~`` in ``root`` is expanded; None means :data:`DEFAULT_ROOT`. TypeError naming ``root``
     if it is neither None, a str nor an os.PathLike.
     """
-    root = DEFAULT_ROOT if root is None else check_path(root, "root", "folder")
-    root = os.path.expanduser(root)
+    root = check_path(DEFAULT_ROOT if root is None else root, "root", "folder")
     return os.path.join(root, f"{dataset}.npz" if size == 28 else f"{dataset}_{size}.npz")
 
 
@@ -185,7 +184,7 @@ def output_dir(out, dataset: str, split: str = "test") -> str:
 
     TypeError / ValueError naming ``out``, ``dataset`` or ``split`` for a bad one (see
     :func:`medmnistc_fast.datasets.folder_name`)."""
-    out = os.path.expanduser(check_path(out, "out", "folder"))
+    out = check_path(out, "out", "folder")
     return os.path.join(out, folder_name(dataset, split))
 
 
@@ -563,7 +562,7 @@ def _open_array_input(dataset: str, split: str, images, labels) -> _Input:
 # ------------------------------------------------------------------------------ folder input
 def _scan_folder(folder) -> tuple:
     """``(root, classes, rel, labels)`` of an image folder; structure errors raise."""
-    root = os.path.abspath(os.path.expanduser(os.fspath(folder)))
+    root = os.path.abspath(check_path(folder, "folder", "folder"))
     if not os.path.exists(root):
         raise FileNotFoundError(f"image folder not found: {root}")
     if not os.path.isdir(root):

@@ -315,10 +315,22 @@ N_CLASSES = MappingProxyType(N_CLASSES)
 
 
 def fold_of(dataset: str, corruption: str):
-    """The fold (key of :data:`FOLDS`) ``corruption`` of ``dataset`` belongs to, or None.
+    """The fold ``corruption`` of ``dataset`` belongs to.
 
-    MedMNIST-C names by :data:`FOLDS`; the pathology suites' own names (brightness, hue,
-    marking) by :data:`PATHOLOGY_FOLDS`. Names are not validated (None for an unknown one).
+    Parameters
+    ----------
+    dataset : str
+        A key of :data:`TABLES` (the 12 MedMNIST-C datasets or a pathology suite).
+    corruption : str
+        A corruption name.
+
+    Returns
+    -------
+    str or None
+        A key of :data:`FOLDS` ('digital', 'noise', 'blur', 'color', 'task-specific'): by
+        :data:`FOLDS` (the reference's ``CORRUPTIONS_DS_FOLDS``) for MedMNIST-C names, by
+        :data:`PATHOLOGY_FOLDS` for the pathology suites' own names (brightness, hue, marking).
+        None for a name in neither (names are not validated; nothing is raised).
     """
     for fold, names in FOLDS.items():
         if corruption in names:
