@@ -43,6 +43,7 @@ import io
 import json
 import numbers
 import os
+import warnings
 from dataclasses import dataclass, fields
 from itertools import combinations
 from pathlib import Path
@@ -227,6 +228,29 @@ def _check_threshold(threshold: Any, task: str, n_labels: int) -> Union[float, n
     return t
 
 
+def _warn_if_not_probabilities(scores: Mapping[str, np.ndarray], thr: Union[float, np.ndarray, None],
+                               stacklevel: int) -> None:
+    """UserWarning when thresholded scores leave [0, 1] while every threshold lies in (0, 1).
+
+    Binary and multi-label predictions are ``score > threshold``; a probability threshold such as the
+    default 0.5 applied to logits (or other unbounded scores) silently moves the operating point. Scores in
+    [0, 1] or a threshold outside (0, 1) (chosen for unbounded scores, e.g. 0 for logits) stay silent.
+    """
+    if thr is None or not bool(np.all((np.asarray(thr) > 0.0) & (np.asarray(thr) < 1.0))):
+        return
+    for name, s in scores.items():
+        if s.size and (s.min() < 0 or s.max() > 1):
+            warnings.warn(f"{name} has values outside [0, 1] (min {float(s.min()):.4g}, max {float(s.max()):.4g}) "
+                          f"but the threshold is a probability ({_threshold_text(thr)}): predictions are "
+                          f"score > threshold, so logits need a sigmoid first (or pass threshold=0 for "
+                          f"logits)", UserWarning, stacklevel=stacklevel + 1)
+            return
+
+
+def _threshold_text(thr: Union[float, np.ndarray]) -> str:
+    return f"{thr:g}" if isinstance(thr, float) else "[" + ", ".join(f"{t:g}" for t in thr) + "]"
+
+
 # --------------------------------------------------------------------------------------------------------
 # Balanced accuracy kernels (no validation)
 # --------------------------------------------------------------------------------------------------------
@@ -313,6 +337,13 @@ def balanced_accuracy(y_true: Any, y_score: Any, task: str, threshold: Threshold
         negative, non-integral, not 0/1 where required, or not below the number of score columns; if
         ``y_score`` contains NaN or ``threshold`` is not finite (NaN or infinity); if there are no samples.
 
+    Warns
+    -----
+    UserWarning
+        For binary and multi-label tasks, if ``y_score`` has values outside ``[0, 1]`` while every threshold
+        lies in ``(0, 1)``: logits compared with a probability threshold such as the default 0.5 move the
+        operating point (apply a sigmoid first, or pass ``threshold=0`` for logits).
+
     See Also
     --------
     balanced_error : ``1 - balanced_accuracy``.
@@ -335,6 +366,7 @@ def balanced_accuracy(y_true: Any, y_score: Any, task: str, threshold: Threshold
     s = _check_scores(y_score, task, y.shape[0], "y_score")
     _check_label_range(y, s, task, "y_true", "y_score")
     thr = _check_threshold(threshold, task, y.shape[1] if y.ndim == 2 else 1)
+    _warn_if_not_probabilities({"y_score": s}, thr, stacklevel=2)
     return _ba_kernel(y, s, task, thr)
 
 
@@ -768,6 +800,12 @@ def evaluate_robustness(
         the AlexNet table, whose denominators are all non-zero; the model's own errors, including
         ``E_clean = 0``, never appear in a denominator.
 
+    Warns
+    -----
+    UserWarning
+        For binary and multi-label tasks, once per call, if clean or corrupted scores leave ``[0, 1]`` while
+        every threshold lies in ``(0, 1)`` (see :func:`balanced_accuracy`).
+
     References
     ----------
     .. [1] Di Salvo, Doerrich, Ledig, "MedMNIST-C", arXiv:2406.17536, 2024 (BE and rBE).
@@ -836,6 +874,8 @@ def evaluate_robustness(
                              f"got {shape[0]} rows")
         corrupted[c] = _check_scores(arr, task, N_SEVERITIES * n, name)
 
+    _warn_if_not_probabilities({"clean_scores": clean, **{f"corrupted_scores[{c!r}]": corrupted[c] for c in order}},
+                               thr, stacklevel=2)
     clean_err = 1.0 - _ba_kernel(y, clean, task, thr)
     errors, bas, mean_errors, be, rbe = {}, {}, {}, {}, {}
     for c in order:

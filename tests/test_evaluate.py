@@ -123,6 +123,32 @@ def test_multilabel_per_label_thresholds():
     assert ev.balanced_error(y, s, MULTILABEL, threshold=(0.1, 0.95)) == pytest.approx(0.5, abs=1e-15)
 
 
+def test_logits_with_probability_threshold_warn():
+    import warnings
+    y = [0, 1, 1, 0]
+    logits = np.array([-2.0, 0.3, 1.5, -0.1])  # sigmoid: .12 .57 .82 .48 -> all correct at 0.5
+    # compared with 0.5 directly: 0.3 counts as negative -> TPR 1/2, TNR 1 -> BA 3/4 (the silent shift)
+    with pytest.warns(UserWarning, match=r"y_score has values outside \[0, 1\] \(min -2, max 1.5\).*sigmoid"):
+        assert ev.balanced_accuracy(y, logits, BINARY) == pytest.approx(0.75, abs=1e-15)
+    with pytest.warns(UserWarning, match=r"threshold is a probability \(0.2, 0.5\)|\[0.2, 0.5\]"):
+        ev.balanced_accuracy([[0, 1]], [[0.1, 3.0]], MULTILABEL, threshold=[0.2, 0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # a threshold outside (0, 1) is a choice for unbounded scores; probabilities stay silent too
+        assert ev.balanced_accuracy(y, logits, BINARY, threshold=0) == pytest.approx(1.0, abs=1e-15)
+        assert ev.balanced_accuracy(y, [0.0, 1.0, 1.0, 0.0], BINARY) == 1.0
+        assert ev.balanced_accuracy(y, np.array([[5.0, -5.0]] * 4), "multi-class") == 0.5  # argmax: no threshold
+        ev.balanced_accuracy([[0, 1]], [[0.1, 3.0]], MULTILABEL, threshold=[0.2, 1.5])
+
+
+def test_report_warns_once_for_logits_in_any_score_array():
+    clean = np.array([0.1, 0.9, 0.8, 0.2])
+    bad = np.concatenate([clean] * 4 + [np.array([0.1, 4.0, 0.8, 0.2])])
+    with pytest.warns(UserWarning, match=r"corrupted_scores\['pixelate'\] has values outside") as rec:
+        ev.evaluate_robustness("breastmnist", [0, 1, 1, 0], clean, {"pixelate": bad, "speckle_noise": bad})
+    assert len([w for w in rec if "outside [0, 1]" in str(w.message)]) == 1
+
+
 def test_multilabel_score_equal_to_threshold_is_negative():
     # Strict ">" as for binary (spec: "score > threshold"), per label. Scores exactly on the threshold:
     # label 0: y = 1 0, s = .5 .5, thr .5 -> pred = 0 0 -> TPR 0, TNR 1 -> 1/2
