@@ -568,21 +568,26 @@ def _scan_folder(folder) -> tuple:
     if not os.path.isdir(root):
         raise ValueError(f"{root} is not a folder; --from-folder (folder=) takes a folder with "
                          f"one sub-folder of images per class")
-    classes = []
+    classes, skipped = [], []
     with os.scandir(root) as it:
         entries = sorted(it, key=lambda e: e.name)
     for e in entries:
         if e.name.startswith("."):
             continue
-        if not e.is_dir():
-            raise ValueError(f"{e.path} is a file directly under the image folder; images go in "
-                             f"one sub-folder per class ({os.path.join(root, 'CLASS', 'IMAGE')}"
-                             f".png): move or remove it")
-        classes.append(e.name)
+        if e.is_dir():
+            classes.append(e.name)
+        elif e.name.lower().endswith(IMAGE_EXTENSIONS):
+            # an image here means a class folder was passed, or one image was misplaced
+            raise ValueError(f"{e.path} is an image directly under the image folder; images go "
+                             f"in one sub-folder per class "
+                             f"({os.path.join(root, 'CLASS', 'IMAGE')}.png): if {root} is one "
+                             f"class's folder, pass its parent; else move or remove the image")
+        else:  # a README, a labels file: not part of the data
+            skipped.append(e.name)
     if not classes:
         raise ValueError(f"{root} has no class sub-folders; expected one sub-folder of images "
                          f"per class ({os.path.join(root, 'CLASS', 'IMAGE')}.png)")
-    rel, labels, skipped = [], [], []
+    rel, labels = [], []
     for k, c in enumerate(classes):
         d = os.path.join(root, c)
         with os.scandir(d) as it:
@@ -597,7 +602,7 @@ def _scan_folder(folder) -> tuple:
         labels.extend([k] * len(names))
     if skipped:
         shown = ", ".join(skipped[:5]) + (", ..." if len(skipped) > 5 else "")
-        warnings.warn(f"{len(skipped)} entries of the class folders under {root} are not images "
+        warnings.warn(f"{len(skipped)} entries of {root} and its class folders are not images "
                       f"generate reads ({', '.join(IMAGE_EXTENSIONS)}, any case) and were "
                       f"skipped: {shown}", UserWarning, stacklevel=3)
     return root, tuple(classes), tuple(rel), tuple(labels)
@@ -1785,7 +1790,9 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         the label of an image is its class's index in that order. Images are the files of
         each class folder (not recursive) ending in .png, .jpg, .jpeg, .tif or .tiff (any
         case), sorted by name; other entries (hidden ones aside) are skipped with a
-        UserWarning naming them. A file directly under ``folder``, an
+        UserWarning naming them, and so are non-image files directly under ``folder`` (a
+        README, a labels file). An image directly under ``folder`` (a class folder passed
+        instead of its parent, or a misplaced image), an
         empty class folder, an unreadable image, an image of more than 8 bits per channel
         (16-bit, 32-bit or float) or of another size than the first image (H, W >= 8) is an
         error, raised before anything is written. Images are decoded with Pillow (first frame

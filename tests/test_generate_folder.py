@@ -28,7 +28,7 @@ from tests.test_generate import sha, tree
 # The shared folder holds a non-image file and a nested folder on purpose (they must be
 # skipped); the warning about them is checked once, in test_skipped_entries_are_named.
 pytestmark = pytest.mark.filterwarnings(
-    r"ignore:2 entries of the class folders .* were skipped:UserWarning")
+    r"ignore:2 entries of .* and its class folders .* were skipped:UserWarning")
 
 SEED = 7
 SUITE = "pathology96"
@@ -107,12 +107,37 @@ def test_skipped_entries_are_named(folder, tmp_path):
     # Files of other formats (notes.txt) and nested folders in the class folders are skipped;
     # a newcomer's .bmp images vanished from the set without a word, so the run says which.
     root, rows = folder
-    with pytest.warns(UserWarning, match=r"2 entries of the class folders .* were skipped: "
-                                         r"benign/notes\.txt, tumour/nested$"):
+    with pytest.warns(UserWarning, match=r"2 entries of .* and its class folders .* were "
+                                         r"skipped: benign/notes\.txt, tumour/nested$"):
         generate(SUITE, tmp_path, folder=root, corruptions=["pixelate"], severities=[1],
                  workers=1, progress=False)
     with np.load(tmp_path / SUITE / "pixelate.npz") as z:
         assert z["test_images"].shape[0] == len(rows)
+
+
+def test_non_image_files_at_the_top_are_skipped(tmp_path):
+    # A README or labels file beside the class folders is not data: it is named and skipped,
+    # and the output equals that of the same folder without it.
+    outs = []
+    for extra in (False, True):
+        root = tmp_path / f"in{int(extra)}"
+        for k, cls in enumerate(CLASSES):
+            (root / cls).mkdir(parents=True)
+            Image.fromarray(tiles()[k]).save(root / cls / "x.png")
+        if extra:
+            (root / "README.txt").write_text("patches from slide 3")
+            (root / "labels.csv").write_text("x.png,0")
+            with pytest.warns(UserWarning, match=r"2 entries of .*in1 and its class folders .* "
+                                                 r"skipped: README\.txt, labels\.csv$"):
+                generate(SUITE, tmp_path / "out1", folder=root, corruptions=["pixelate"],
+                         severities=[1], workers=1, progress=False)
+        else:
+            generate(SUITE, tmp_path / "out0", folder=root, corruptions=["pixelate"],
+                     severities=[1], workers=1, progress=False)
+        with np.load(tmp_path / f"out{int(extra)}" / SUITE / "pixelate.npz") as z:
+            outs.append((z["test_images"].copy(), z["test_labels"].copy()))
+    assert outs[0][0].shape == (2, 96, 96, 3) and outs[0][1].ravel().tolist() == [0, 1]
+    assert all(np.array_equal(a, b) for a, b in zip(*outs))
 
 
 # ------------------------------------------------------------------------------- end to end
@@ -265,7 +290,8 @@ def _bad_cases():
                         r"is 96 x 96 px"),
         "empty_class": ({"t": None}, r"class folder .*/t holds no images"),
         "stray_file": ({"t/b.png": GOOD, "README.png": lambda p: p.write_bytes(b"x")},
-                       r"README\.png is a file directly under the image folder"),
+                       r"README\.png is an image directly under the image folder; .* if "
+                       r".* is one class's folder, pass its parent"),
         "png_16bit": ({"t/b.png": _png16},
                       r"t/b\.png: 'I;16' image with more than 8 bits per channel"),
         "tiff_rgb_16bit": ({"t/b.tif": _rgb16_tiff},
