@@ -159,14 +159,20 @@ def check_path(value, name: str, kind: str = "") -> str:
     return os.path.expanduser(path)
 
 
+def reject_masked(arr, name: str) -> None:
+    """TypeError naming ``name`` if ``arr`` is a masked array (its mask would be silently
+    ignored: the corruptions have no notion of a mask)."""
+    if isinstance(arr, np.ma.MaskedArray):
+        raise TypeError(f"{name} must be a plain numpy.ndarray, not a masked array: the "
+                        f"corruptions have no notion of a mask; pass {name}.filled(value) or "
+                        f"{name}.data")
+
+
 def _check_array(arr, name: str, ndims: tuple, layout: str) -> np.ndarray:
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"{name} must be a numpy.ndarray of dtype uint8 with shape {layout}; "
                         f"got {type(arr).__name__}")
-    if isinstance(arr, np.ma.MaskedArray):  # its mask would be silently ignored
-        raise TypeError(f"{name} must be a plain numpy.ndarray, not a masked array: the "
-                        f"corruptions have no notion of a mask; pass {name}.filled(value) or "
-                        f"{name}.data")
+    reject_masked(arr, name)
     if arr.dtype != np.uint8:
         raise TypeError(f"{name} must have dtype uint8 (convert with skimage.util.img_as_ubyte "
                         f"or an explicit cast); got {arr.dtype}")
