@@ -117,7 +117,7 @@ from ._fileio import tmp_name as _tmp_name
 from ._fileio import write_text_atomic as _write_text_atomic
 from ._cpus import available_cpus
 from ._version import __version__
-from ._validation import _fmt_choices, check_dataset, check_path, missing_extra
+from ._validation import _fmt_choices, as_hwc, check_dataset, check_path, missing_extra
 from ._validation import defined_elsewhere, unknown_corruption_message
 from ._validation import check_int as _check_int
 from .datasets import MANIFEST_GENERATOR, SPLITS, folder_name
@@ -2187,7 +2187,26 @@ _PREVIEW_MIN_CELL = 96
 
 
 def preview_cell(side: int) -> int:
-    """Cell side of :func:`render_preview`: ``side * max(1, ceil(96 / side))`` pixels."""
+    """Cell side of :func:`render_preview`: ``side * max(1, ceil(96 / side))`` pixels.
+
+    Parameters
+    ----------
+    side : int >= 1
+        The image's larger side, pixels.
+
+    Returns
+    -------
+    int
+        The smallest multiple of ``side`` that is at least 96 (``side`` itself above 96).
+
+    Raises
+    ------
+    TypeError
+        ``side`` not an int (bools and floats included).
+    ValueError
+        ``side`` below 1.
+    """
+    side = _check_int(side, "side", 1)
     return side * max(1, math.ceil(_PREVIEW_MIN_CELL / side))
 
 
@@ -2216,23 +2235,19 @@ def render_preview(image, dataset: str, *, seed: int = 0, index: int = 0, corrup
     Raises
     ------
     TypeError
-        ``image`` not uint8; otherwise as in :func:`medmnistc_fast.corrupt`.
+        ``image`` not a uint8 ndarray (a masked array included); otherwise as in
+        :func:`medmnistc_fast.corrupt`.
     ValueError
-        ``image`` of another shape; otherwise as in :func:`medmnistc_fast.corrupt`.
+        ``image`` of another shape, or under 8 pixels a side; otherwise as in
+        :func:`medmnistc_fast.corrupt`.
     """
     from PIL import Image, ImageDraw, ImageFont
 
     dataset = check_dataset(dataset)
     names = _resolve_corruptions([dataset], corruptions)[dataset]
-    image = np.asarray(image)
-    if image.dtype != np.uint8:
-        raise TypeError(f"image must be a uint8 array of shape (H, W), (H, W, 1) or (H, W, 3); "
-                        f"got dtype {image.dtype}")
-    if image.ndim == 3 and image.shape[2] == 1:
+    image = as_hwc(image)  # checked as corrupt() checks it, before any drawing
+    if image.shape[2] == 1:
         image = image[:, :, 0]
-    if image.ndim not in (2, 3) or (image.ndim == 3 and image.shape[2] != 3):
-        raise ValueError(f"image must have shape (H, W), (H, W, 1) or (H, W, 3); "
-                         f"got {image.shape}")
     side = max(image.shape[:2])
     factor = preview_cell(side) // side
     cell = side * factor
