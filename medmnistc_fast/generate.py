@@ -699,8 +699,20 @@ def folder_suite(folder) -> tuple:
     folder layout). ``suite`` is :func:`medmnistc_fast.corruptions.pathology.suite_for_size`
     of ``(H, W)``: ``"pathology96"`` up to 160 px, ``"pathology224"`` above.
 
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        The image folder, one sub-folder per class (a leading ``~`` expanded).
+
+    Returns
+    -------
+    tuple of (str, (int, int))
+        The suite key and the first image's (H, W) in pixels.
+
     Raises
     ------
+    TypeError
+        ``folder`` not a str or os.PathLike (bytes included).
     FileNotFoundError, ValueError
         As in :func:`generate` for the folder structure and the first image.
     """
