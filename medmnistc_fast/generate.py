@@ -117,7 +117,8 @@ from ._fileio import tmp_name as _tmp_name
 from ._fileio import write_text_atomic as _write_text_atomic
 from ._cpus import available_cpus
 from ._version import __version__
-from ._validation import _fmt_choices, as_hwc, check_dataset, check_path, missing_extra
+from ._validation import (_fmt_choices, as_hwc, check_dataset, check_path, missing_extra,
+                          reject_masked)
 from ._validation import defined_elsewhere, unknown_corruption_message
 from ._validation import check_int as _check_int
 from .datasets import MANIFEST_GENERATOR, SPLITS, folder_name
@@ -518,6 +519,10 @@ def _open_array_input(dataset: str, split: str, images, labels) -> _Input:
     """``images=`` / ``labels=``: validated; hashed chunk by chunk (never copied whole)."""
     if images is None or labels is None:
         raise TypeError("images= and labels= go together: pass both arrays")
+    # before anything is written (corrupt_batch would refuse masked images only after the
+    # output folder and manifest exist; np.asarray would drop the mask of labels)
+    reject_masked(images, "images")
+    reject_masked(labels, "labels")
     x = images if isinstance(images, np.ndarray) else np.asarray(images)
     if x.dtype != np.uint8:
         raise TypeError(f"images must be a uint8 array; got dtype {x.dtype} (convert it "
@@ -1887,7 +1892,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         ``out``, ``root`` or ``folder`` not a str or os.PathLike, ``sample``, ``compress``,
         ``overwrite`` or ``progress`` not a bool, ``seed``, ``sample_n``, ``size``,
         ``workers`` or ``chunk_size`` not an int (bools included), ``images`` not uint8,
-        ``labels`` not integers, ``images`` without ``labels``, ``scheduler`` neither a str,
+        ``labels`` not integers, ``images`` or ``labels`` a masked array, ``images`` without
+        ``labels``, ``scheduler`` neither a str,
         an os.PathLike nor a client).
     ImportError
         ``fmt="zarr"`` without zarr, ``scheduler`` without dask.distributed.

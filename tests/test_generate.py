@@ -742,6 +742,17 @@ def test_bad_input_and_scheduler_types(tmp_path, kwargs, exc, msg):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("which", ["images", "labels"])
+def test_masked_array_input_rejected_nothing_written(tmp_path, which):
+    # a masked images= failed in corrupt_batch after the output folder and manifest.json were
+    # written; a masked labels= lost its mask and was written as plain labels
+    arrays = {"images": np.zeros((3, SIZE, SIZE), np.uint8), "labels": np.zeros((3, 1), np.uint8)}
+    arrays[which] = np.ma.masked_array(arrays[which], mask=True)
+    with pytest.raises(TypeError, match=f"{which} must be a plain numpy.ndarray, not a masked"):
+        generate(GRAY_DS, tmp_path / "out", corruptions="pixelate", workers=1, **arrays)
+    assert not (tmp_path / "out").exists()
+
+
 def test_overwrite_str_does_not_replace(root, tmp_path):
     out = tmp_path / "out"
     generate(GRAY_DS, out, root=root, size=SIZE, corruptions="pixelate", workers=1)
