@@ -65,8 +65,11 @@ def severity_table(dataset: str, corruption: str) -> tuple:
     tuple
         Five entries, a number or a tuple each; units per corruption in
         :mod:`medmnistc_fast.registry` (pixel sizes are for 224 px, or 96 / 224 px for the
-        pathology suite, and scale with the image). The first five entries of the reference's
-        ``CORRUPTIONS_DS`` table (``medmnistc/corruptions/registry.py``, medmnistc 0.1.0).
+        pathology suite, and scale with the image). For the 12 MedMNIST-C datasets, the first
+        five entries of the reference's ``CORRUPTIONS_DS`` table
+        (``medmnistc/corruptions/registry.py``, medmnistc 0.1.0); for the pathology suites,
+        the tables of Zhang et al., MICCAI 2022, arXiv:2206.14973 (sources per entry in
+        :mod:`medmnistc_fast.registry`).
 
     Raises
     ------
