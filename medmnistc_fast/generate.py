@@ -299,7 +299,10 @@ def _resolve_corruptions(datasets: list, corruptions) -> dict:
         raise ValueError("corruptions must name at least one corruption")
     every = {c for d in datasets for c in registry.TABLES[d]}
     for c in wanted:
-        if not isinstance(c, str) or c not in every:
+        if not isinstance(c, str):  # as AugMedMNISTC and corrupt() treat a non-str name
+            raise TypeError(f"corruptions must hold corruption names (str); got {c!r} "
+                            f"({type(c).__name__})")
+        if c not in every:
             if len(datasets) == 1:
                 raise ValueError(unknown_corruption_message(datasets[0], c))
             raise ValueError(f"corruption {c!r} is not defined for any of the selected datasets; "
@@ -1891,7 +1894,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         mapping as ``dataset``, ``corruptions`` or ``severities``;
         ``out``, ``root`` or ``folder`` not a str or os.PathLike, ``sample``, ``compress``,
         ``overwrite`` or ``progress`` not a bool, ``seed``, ``sample_n``, ``size``,
-        ``workers`` or ``chunk_size`` not an int (bools included), ``images`` not uint8,
+        ``workers`` or ``chunk_size`` not an int (bools included), a ``corruptions`` or
+        ``severities`` item of the wrong type, ``images`` not uint8,
         ``labels`` not integers, ``images`` or ``labels`` a masked array, ``images`` without
         ``labels``, ``scheduler`` neither a str,
         an os.PathLike nor a client).

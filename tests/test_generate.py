@@ -699,6 +699,11 @@ def test_bad_arguments(root, tmp_path, kwargs, msg):
                                    "not bytes; got b'pixelate'"),
     ({"severities": bytearray(b"1,2")}, "severities must be a sequence or a comma-separated "
                                         "str, not bytearray"),
+    # a non-str name was a ValueError "corruption 3 is not defined", where AugMedMNISTC and
+    # corrupt() raise TypeError
+    ({"corruptions": [3]}, r"corruptions must hold corruption names \(str\); got 3 \(int\)"),
+    ({"corruptions": ["pixelate", None]}, r"corruptions must hold corruption names .*got None"),
+    ({"severities": [1.0]}, r"severities must hold ints in 1\.\.5; got 1\.0 \(float\)"),
 ])
 def test_bad_argument_types(root, tmp_path, kwargs, msg):
     args = dict(root=root, size=SIZE, workers=1, out=tmp_path / "out")
