@@ -268,7 +268,8 @@ def available_corruptions(root, dataset: str, split: str = "test") -> tuple:
     -------
     tuple of str
         In the reference's order (``medmnistc_fast.corruptions(dataset)``); empty when the
-        folder exists but holds none. When the folder has a ``generate`` manifest, only the
+        dataset's folder under ``root`` holds none or does not exist (``root`` itself must).
+        When the folder has a ``generate`` manifest, only the
         corruptions it lists, and only if the file it names is there: files that an
         ``--overwrite`` run with other parameters did not regenerate stay on disk, and would mix
         runs (seeds, sizes) in one evaluation (the same files :class:`CorruptedSet` opens).
