@@ -573,9 +573,10 @@ class CorruptedSet:
         return {s: self.select(s) for s in self.severities}
 
     def _row(self, i) -> tuple:
-        if not _is_int(i):
-            raise TypeError(f"index must be an int; got {i!r} ({type(i).__name__})")
         n = len(self)
+        if not _is_int(i):
+            raise TypeError(f"index must be an int in -{n}..{n - 1}; got {i!r} "
+                            f"({type(i).__name__})")
         given = i = int(i)
         if i < 0:
             i += n

@@ -170,8 +170,12 @@ def test_errors(tmp_path):
     # the message names the index given, not the one shifted by len (it used to say -1)
     with pytest.raises(IndexError, match=f"index {-N - 1} out of range for a set of {N}"):
         cs[-N - 1]
-    with pytest.raises(TypeError, match="index must be an int"):
-        cs[1.0]
+    # the allowed indices in the TypeError too (it said only "must be an int")
+    for bad in (1.0, True, "1"):
+        with pytest.raises(TypeError, match=rf"index must be an int in {-N}\.\.{N - 1}; got"):
+            cs[bad]
+        with pytest.raises(TypeError, match=rf"index must be an int in {-N}\.\.{N - 1}"):
+            cs.severity_of(bad)
     # Layout checks
     _write(tmp_path, "pathmnist", "bubble", images[:-1], labels[:-1])
     with pytest.raises(ValueError, match="multiple of 5"):
