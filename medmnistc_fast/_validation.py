@@ -243,8 +243,8 @@ def check_positive(value, name: str, *, integer: bool = False, upper=None, inclu
     if lower is not None:
         allowed = f"in [{lower:g}, {hi:g}]"
     else:
-        bound = " and finite" if upper is None else f" and {'<=' if inclusive_upper else '<'} {upper}"
-        allowed = f"> 0{bound}"
+        op = "<=" if inclusive_upper else "<"
+        allowed = "> 0 and finite" if upper is None else f"> 0 and {op} {upper}"
     if not ok_type:  # the message states the range too, as the ValueError below does
         raise TypeError(f"{name} must be {kind} {allowed}; got {value!r} ({type(value).__name__})")
     v = to_float(value)
