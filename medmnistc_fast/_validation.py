@@ -89,7 +89,9 @@ def check_nonneg_int(value, name: str, upper=None) -> int:
     """Return ``value`` as a non-negative int (for seeds, indices, start offsets), ``<= upper``
     (an inclusive bound; the message states it)."""
     if not _is_int(value):
-        raise TypeError(f"{name} must be a non-negative int; got {value!r} ({type(value).__name__})")
+        bound = "" if upper is None else f" <= {upper}"
+        raise TypeError(f"{name} must be a non-negative int{bound}; got {value!r} "
+                        f"({type(value).__name__})")
     if int(value) < 0:
         raise ValueError(f"{name} must be a non-negative int; got {value!r}")
     if upper is not None and int(value) > upper:
@@ -159,14 +161,20 @@ def check_path(value, name: str, kind: str = "") -> str:
     return os.path.expanduser(path)
 
 
+def reject_masked(arr, name: str) -> None:
+    """TypeError naming ``name`` if ``arr`` is a masked array (its mask would be silently
+    ignored: the corruptions have no notion of a mask)."""
+    if isinstance(arr, np.ma.MaskedArray):
+        raise TypeError(f"{name} must be a plain numpy.ndarray, not a masked array: the "
+                        f"corruptions have no notion of a mask; pass {name}.filled(value) or "
+                        f"{name}.data")
+
+
 def _check_array(arr, name: str, ndims: tuple, layout: str) -> np.ndarray:
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"{name} must be a numpy.ndarray of dtype uint8 with shape {layout}; "
                         f"got {type(arr).__name__}")
-    if isinstance(arr, np.ma.MaskedArray):  # its mask would be silently ignored
-        raise TypeError(f"{name} must be a plain numpy.ndarray, not a masked array: the "
-                        f"corruptions have no notion of a mask; pass {name}.filled(value) or "
-                        f"{name}.data")
+    reject_masked(arr, name)
     if arr.dtype != np.uint8:
         raise TypeError(f"{name} must have dtype uint8 (convert with skimage.util.img_as_ubyte "
                         f"or an explicit cast); got {arr.dtype}")
@@ -231,15 +239,19 @@ def check_positive(value, name: str, *, integer: bool = False, upper=None, inclu
     ok_type = _is_int(value) if integer else (
         isinstance(value, (numbers.Real, np.floating, np.integer)) and not isinstance(value, bool))
     kind = "an int" if integer else "a real number"
-    if not ok_type:
-        raise TypeError(f"{name} must be {kind}; got {value!r} ({type(value).__name__})")
+    hi = math.inf if upper is None else upper
+    if lower is not None:
+        allowed = f"in [{lower:g}, {hi:g}]"
+    else:
+        op = "<=" if inclusive_upper else "<"
+        allowed = "> 0 and finite" if upper is None else f"> 0 and {op} {upper}"
+    if not ok_type:  # the message states the range too, as the ValueError below does
+        raise TypeError(f"{name} must be {kind} {allowed}; got {value!r} ({type(value).__name__})")
     v = to_float(value)
     if lower is not None:
-        hi = math.inf if upper is None else upper
         if not lower <= v <= hi:  # also rejects NaN
-            raise ValueError(f"{name} must be in [{lower:g}, {hi:g}]; got {value!r}")
+            raise ValueError(f"{name} must be {allowed}; got {value!r}")
         return v
     if not np.isfinite(v) or v <= 0 or (upper is not None and (v > upper if inclusive_upper else v >= upper)):
-        bound = " and finite" if upper is None else f" and {'<=' if inclusive_upper else '<'} {upper}"
-        raise ValueError(f"{name} must be > 0{bound}; got {value!r}")
+        raise ValueError(f"{name} must be {allowed}; got {value!r}")
     return int(value) if integer else v

@@ -65,8 +65,11 @@ def severity_table(dataset: str, corruption: str) -> tuple:
     tuple
         Five entries, a number or a tuple each; units per corruption in
         :mod:`medmnistc_fast.registry` (pixel sizes are for 224 px, or 96 / 224 px for the
-        pathology suite, and scale with the image). The first five entries of the reference's
-        ``CORRUPTIONS_DS`` table (``medmnistc/corruptions/registry.py``, medmnistc 0.1.0).
+        pathology suite, and scale with the image). For the 12 MedMNIST-C datasets, the first
+        five entries of the reference's ``CORRUPTIONS_DS`` table
+        (``medmnistc/corruptions/registry.py``, medmnistc 0.1.0); for the pathology suites,
+        the tables of Zhang et al., MICCAI 2022, arXiv:2206.14973 (sources per entry in
+        :mod:`medmnistc_fast.registry`).
 
     Raises
     ------
@@ -108,7 +111,8 @@ def get_num_threads() -> int:
         The value of :func:`set_num_threads`, else the environment variable
         ``MEDMNISTC_FAST_NUM_THREADS``, else the CPUs this process may use (its affinity
         mask, capped by a container's cgroup CPU quota; at most 1024). (``corrupt_batch`` still runs
-        images under 96 x 96 pixels on one thread unless ``num_threads`` is given.)
+        images of fewer than 96 x 96 = 9,216 pixels (H * W) on one thread unless
+        ``num_threads`` is given.)
 
     Raises
     ------
@@ -295,10 +299,10 @@ def corrupt_batch(images, corruption, severity, *, dataset, seed=None, start=0,
         Dataset index of ``images[0]``; ``start + N - 1`` must stay below 2**63.
     num_threads : int in 1..1024 or None
         Threads to spread the images over (kernels release the GIL). None uses
-        :func:`get_num_threads`, except for images under 96 x 96 pixels, which run on one
-        thread: there the per-image Python work holds the GIL and a second thread slowed
-        batches down (0.5-1.0x at 28 and 64 px in benchmarks/RESULTS.md). The result does not
-        depend on it.
+        :func:`get_num_threads`, except for images of fewer than 96 x 96 = 9,216 pixels
+        (H * W; a 64 x 200 image has more), which run on one thread: there the per-image
+        Python work holds the GIL and a second thread slowed batches down (0.5-1.0x at 28 and
+        64 px in benchmarks/RESULTS.md). The result does not depend on it.
     out : ndarray, optional
         Where to write the result: uint8, C-contiguous, writeable, the shape of ``images``, not
         sharing memory with it (reusing one buffer across batches saves mapping fresh pages).

@@ -85,7 +85,8 @@ import numpy as np
 
 from . import registry, rng
 from ._validation import (MIN_SIDE, _is_int, as_hwc, as_nhwc, check_corruption, check_dataset,
-                          check_int_pair, check_nonneg_int, check_seed, to_float)
+                          check_int_pair, check_nonneg_int, check_seed, reject_masked,
+                          to_float)
 from .api import MAX_INDEX, _check_threads, _run_chunks, get_num_threads
 from .corruptions import color, digital, kind_of, noise
 from .corruptions._spec import Context
@@ -504,6 +505,7 @@ def _to_array(image, name: str, batched: bool):
     """
     if isinstance(image, np.ndarray):
         arr = image
+        reject_masked(arr, name)  # before the float conversion, which would drop the mask
         if arr.dtype.kind == "f":
             arr = _float_to_u8(arr, name)
         elif arr.dtype != np.uint8:
@@ -1008,7 +1010,7 @@ class AugMedMNISTC:
         Raises
         ------
         TypeError
-            Unsupported image type or dtype; non-int index/epoch.
+            Unsupported image type (a masked array included) or dtype; non-int index/epoch.
         ValueError
             Bad shape or channel count, side < 8, PIL mode other than L/RGB, float values
             outside [0, 1] or not finite, index outside [0, 2**63), negative epoch, epoch

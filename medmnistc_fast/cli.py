@@ -14,10 +14,11 @@ Examples
     medmnistc-fast preview --sample --dataset dermamnist --index 3 --out dermamnist.png
     medmnistc-fast list --dataset chestmnist --json
 
-Exit status: 0 on success, 2 for bad arguments or inputs and for failed reads or writes
-(OSError, e.g. a read-only --out; one line on stderr, no traceback), 130 when interrupted.
-Only ``list`` exits 0 when its stdout is a pipe closed by the reader (``| head``). Progress
-bars go to stderr; ``--quiet`` turns them off.
+Exit status: 0 on success, 2 for bad arguments or inputs, a missing optional dependency,
+Dask workers on other versions and failed reads or writes (OSError, e.g. a read-only --out;
+one line on stderr, no traceback), 1 when memory ran out (one line too), 130 when
+interrupted (Ctrl-C or SIGTERM); see :func:`main`. Only ``list`` exits 0 when its stdout is a
+pipe closed by the reader (``| head``). Progress bars go to stderr; ``--quiet`` turns them off.
 """
 from __future__ import annotations
 

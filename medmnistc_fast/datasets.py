@@ -89,6 +89,9 @@ def _open_npz_member(path: str, name: str, members: dict):
                          "(allow_pickle=False)")
     if info.compressed:
         arr = read_member_array(path, info)
+        # read once per process and shared by every item and arrays() call: read-only, like
+        # the memory map of a stored member, so that no caller can change what later reads see
+        arr.setflags(write=False)
     elif info.nbytes == 0:
         arr = np.empty(info.shape, info.dtype)
     else:
@@ -265,7 +268,8 @@ def available_corruptions(root, dataset: str, split: str = "test") -> tuple:
     -------
     tuple of str
         In the reference's order (``medmnistc_fast.corruptions(dataset)``); empty when the
-        folder exists but holds none. When the folder has a ``generate`` manifest, only the
+        dataset's folder under ``root`` holds none or does not exist (``root`` itself must).
+        When the folder has a ``generate`` manifest, only the
         corruptions it lists, and only if the file it names is there: files that an
         ``--overwrite`` run with other parameters did not regenerate stay on disk, and would mix
         runs (seeds, sizes) in one evaluation (the same files :class:`CorruptedSet` opens).
@@ -569,9 +573,10 @@ class CorruptedSet:
         return {s: self.select(s) for s in self.severities}
 
     def _row(self, i) -> tuple:
-        if not _is_int(i):
-            raise TypeError(f"index must be an int; got {i!r} ({type(i).__name__})")
         n = len(self)
+        if not _is_int(i):
+            raise TypeError(f"index must be an int in -{n}..{n - 1}; got {i!r} "
+                            f"({type(i).__name__})")
         given = i = int(i)
         if i < 0:
             i += n
@@ -597,7 +602,8 @@ class CorruptedSet:
         return self.n_per_severity * len(self.severities)
 
     def __getitem__(self, i):
-        """``(image, label)``: new writable arrays (uint8 ``(H, W[, 3])``, ``(L,)``)."""
+        """``(image, label)``: new writable arrays (uint8 :attr:`image_shape`; ``(L,)``, or
+        ``()`` for 1-D labels)."""
         row, _ = self._row(i)
         images, labels = self._get()
         return np.array(images[row]), np.array(labels[row])
@@ -613,9 +619,10 @@ class CorruptedSet:
         -------
         images : ndarray, shape (M, H, W[, 3]), uint8
         labels : ndarray, shape (M, L) or (M,)
-            M = ``len(self)``. Read-only memory-mapped slices when the selection is a
-            contiguous run of stored levels in increasing order and the file is a stored
-            ``.npz`` (no copy, nothing read yet); otherwise new arrays.
+            M = ``len(self)``. When the selection is a contiguous run of stored levels in
+            increasing order and the file is an ``.npz``: read-only views, no copy (of the
+            memory map for a stored member, nothing read yet; of the member decompressed once
+            per process for a compressed one). Otherwise new arrays.
         """
         images, labels = self._get()
         n = self.n_per_severity

@@ -117,7 +117,8 @@ from ._fileio import tmp_name as _tmp_name
 from ._fileio import write_text_atomic as _write_text_atomic
 from ._cpus import available_cpus
 from ._version import __version__
-from ._validation import _fmt_choices, check_dataset, check_path, missing_extra
+from ._validation import (_fmt_choices, as_hwc, check_dataset, check_path, missing_extra,
+                          reject_masked)
 from ._validation import defined_elsewhere, unknown_corruption_message
 from ._validation import check_int as _check_int
 from .datasets import MANIFEST_GENERATOR, SPLITS, folder_name
@@ -298,7 +299,10 @@ def _resolve_corruptions(datasets: list, corruptions) -> dict:
         raise ValueError("corruptions must name at least one corruption")
     every = {c for d in datasets for c in registry.TABLES[d]}
     for c in wanted:
-        if not isinstance(c, str) or c not in every:
+        if not isinstance(c, str):  # as AugMedMNISTC and corrupt() treat a non-str name
+            raise TypeError(f"corruptions must hold corruption names (str); got {c!r} "
+                            f"({type(c).__name__})")
+        if c not in every:
             if len(datasets) == 1:
                 raise ValueError(unknown_corruption_message(datasets[0], c))
             raise ValueError(f"corruption {c!r} is not defined for any of the selected datasets; "
@@ -518,6 +522,10 @@ def _open_array_input(dataset: str, split: str, images, labels) -> _Input:
     """``images=`` / ``labels=``: validated; hashed chunk by chunk (never copied whole)."""
     if images is None or labels is None:
         raise TypeError("images= and labels= go together: pass both arrays")
+    # before anything is written (corrupt_batch would refuse masked images only after the
+    # output folder and manifest exist; np.asarray would drop the mask of labels)
+    reject_masked(images, "images")
+    reject_masked(labels, "labels")
     x = images if isinstance(images, np.ndarray) else np.asarray(images)
     if x.dtype != np.uint8:
         raise TypeError(f"images must be a uint8 array; got dtype {x.dtype} (convert it "
@@ -704,8 +712,20 @@ def folder_suite(folder) -> tuple:
     folder layout). ``suite`` is :func:`medmnistc_fast.corruptions.pathology.suite_for_size`
     of ``(H, W)``: ``"pathology96"`` up to 160 px, ``"pathology224"`` above.
 
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        The image folder, one sub-folder per class (a leading ``~`` expanded).
+
+    Returns
+    -------
+    tuple of (str, (int, int))
+        The suite key and the first image's (H, W) in pixels.
+
     Raises
     ------
+    TypeError
+        ``folder`` not a str or os.PathLike (bytes included).
     FileNotFoundError, ValueError
         As in :func:`generate` for the folder structure and the first image.
     """
@@ -1881,8 +1901,10 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         mapping as ``dataset``, ``corruptions`` or ``severities``;
         ``out``, ``root`` or ``folder`` not a str or os.PathLike, ``sample``, ``compress``,
         ``overwrite`` or ``progress`` not a bool, ``seed``, ``sample_n``, ``size``,
-        ``workers`` or ``chunk_size`` not an int (bools included), ``images`` not uint8,
-        ``labels`` not integers, ``images`` without ``labels``, ``scheduler`` neither a str,
+        ``workers`` or ``chunk_size`` not an int (bools included), a ``corruptions`` or
+        ``severities`` item of the wrong type, ``images`` not uint8,
+        ``labels`` not integers, ``images`` or ``labels`` a masked array, ``images`` without
+        ``labels``, ``scheduler`` neither a str,
         an os.PathLike nor a client).
     ImportError
         ``fmt="zarr"`` without zarr, ``scheduler`` without dask.distributed.
@@ -2194,7 +2216,26 @@ _PREVIEW_MIN_CELL = 96
 
 
 def preview_cell(side: int) -> int:
-    """Cell side of :func:`render_preview`: ``side * max(1, ceil(96 / side))`` pixels."""
+    """Cell side of :func:`render_preview`: ``side * max(1, ceil(96 / side))`` pixels.
+
+    Parameters
+    ----------
+    side : int >= 1
+        The image's larger side, pixels.
+
+    Returns
+    -------
+    int
+        The smallest multiple of ``side`` that is at least 96 (``side`` itself above 96).
+
+    Raises
+    ------
+    TypeError
+        ``side`` not an int (bools and floats included).
+    ValueError
+        ``side`` below 1.
+    """
+    side = _check_int(side, "side", 1)
     return side * max(1, math.ceil(_PREVIEW_MIN_CELL / side))
 
 
@@ -2223,23 +2264,19 @@ def render_preview(image, dataset: str, *, seed: int = 0, index: int = 0, corrup
     Raises
     ------
     TypeError
-        ``image`` not uint8; otherwise as in :func:`medmnistc_fast.corrupt`.
+        ``image`` not a uint8 ndarray (a masked array included); otherwise as in
+        :func:`medmnistc_fast.corrupt`.
     ValueError
-        ``image`` of another shape; otherwise as in :func:`medmnistc_fast.corrupt`.
+        ``image`` of another shape, or under 8 pixels a side; otherwise as in
+        :func:`medmnistc_fast.corrupt`.
     """
     from PIL import Image, ImageDraw, ImageFont
 
     dataset = check_dataset(dataset)
     names = _resolve_corruptions([dataset], corruptions)[dataset]
-    image = np.asarray(image)
-    if image.dtype != np.uint8:
-        raise TypeError(f"image must be a uint8 array of shape (H, W), (H, W, 1) or (H, W, 3); "
-                        f"got dtype {image.dtype}")
-    if image.ndim == 3 and image.shape[2] == 1:
+    image = as_hwc(image)  # checked as corrupt() checks it, before any drawing
+    if image.shape[2] == 1:
         image = image[:, :, 0]
-    if image.ndim not in (2, 3) or (image.ndim == 3 and image.shape[2] != 3):
-        raise ValueError(f"image must have shape (H, W), (H, W, 1) or (H, W, 3); "
-                         f"got {image.shape}")
     side = max(image.shape[:2])
     factor = preview_cell(side) // side
     cell = side * factor

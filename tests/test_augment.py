@@ -383,6 +383,20 @@ def test_call_errors():
         aug.batch(Image.fromarray(x))
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.float64])
+@pytest.mark.parametrize("batched", [False, True])
+def test_masked_arrays_are_rejected(dtype, batched):
+    # A masked array is a TypeError, whatever its dtype: a float one used to go through the
+    # [0, 1] conversion, which dropped its mask silently, and came back as a plain ndarray.
+    aug = AugMedMNISTC("pathmnist", seed=0)
+    x = _image(28, True)[None] if batched else _image(28, True)
+    data = x if dtype == np.uint8 else x / 255.0
+    masked = np.ma.masked_array(data, mask=x > 100)
+    name = "images" if batched else "image"
+    with pytest.raises(TypeError, match=f"{name} must be a plain numpy.ndarray, not a masked"):
+        aug.batch(masked, start=0) if batched else aug(masked, index=0)
+
+
 def test_apply_checks_hand_made_ops():
     """Ops built by hand used to reach the kernels unchecked: a JPEG quality of -5, a NaN
     noise sigma or a negative corner radius returned garbage images, a negative key a pybind

@@ -96,6 +96,25 @@ def test_items_per_severity(tmp_path, how, rgb):
     assert cs.manifest == ({"dataset": "pathmnist"} if how != "zarr" else None)
 
 
+@pytest.mark.parametrize("how", HOWS)
+@pytest.mark.parametrize("severity", [None, 3, [4, 2]])
+def test_arrays_cannot_change_later_reads(tmp_path, how, severity):
+    """arrays() of a compressed npz was a writable view of the member decompressed once per
+    process: writing into it changed every later item and arrays() of the set. Each result is
+    now read-only or a new array; either way the file's data read back is unchanged."""
+    images, labels = _data(True)
+    _write(tmp_path, "pathmnist", "pixelate", images, labels, how)
+    cs = CorruptedSet(tmp_path, "pathmnist", "pixelate", severity=severity)
+    imgs, labs = cs.arrays()
+    for arr in (imgs, labs):
+        if arr.flags.writeable:
+            arr[...] = 0  # a new array: the caller's to change
+    levels = cs.severities
+    want = np.concatenate([images[(s - 1) * N:s * N] for s in levels])
+    assert np.array_equal(cs.arrays()[0], want)
+    assert all(np.array_equal(cs[i][0], want[i]) for i in range(len(cs)))
+
+
 def test_manifest_property_names_a_broken_file(tmp_path):
     """A truncated manifest.json raised json's bare "Expecting ..." message without the file."""
     images, labels = _data(True)
@@ -151,8 +170,12 @@ def test_errors(tmp_path):
     # the message names the index given, not the one shifted by len (it used to say -1)
     with pytest.raises(IndexError, match=f"index {-N - 1} out of range for a set of {N}"):
         cs[-N - 1]
-    with pytest.raises(TypeError, match="index must be an int"):
-        cs[1.0]
+    # the allowed indices in the TypeError too (it said only "must be an int")
+    for bad in (1.0, True, "1"):
+        with pytest.raises(TypeError, match=rf"index must be an int in {-N}\.\.{N - 1}; got"):
+            cs[bad]
+        with pytest.raises(TypeError, match=rf"index must be an int in {-N}\.\.{N - 1}"):
+            cs.severity_of(bad)
     # Layout checks
     _write(tmp_path, "pathmnist", "bubble", images[:-1], labels[:-1])
     with pytest.raises(ValueError, match="multiple of 5"):

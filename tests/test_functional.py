@@ -116,6 +116,28 @@ def test_wrong_types_are_type_errors(call, match, rgb224):
     assert np.array_equal(img, rgb224[0])
 
 
+@pytest.mark.parametrize("call, match", [
+    # the TypeError states the allowed values as the ValueError does (it said only "must be a
+    # real number" / "an int"); ranges from the docstrings
+    (lambda x: F.pixelate(x, "0.5"), r"^factor must be a real number > 0 and <= 1\.0; got '0\.5'"),
+    (lambda x: F.jpeg_compression(x, 50.0), r"^quality must be an int > 0 and <= 95; got 50\.0"),
+    (lambda x: F.gaussian_blur(x, 3.0), r"^kernel_size must be an int > 0 and <= 2049;"),
+    (lambda x: F.shot_noise(x, None), r"^photons must be a real number in \[0\.001, 10000\];"),
+    (lambda x: F.defocus_blur(x, 3, "1"),
+     r"^alias_sigma must be a real number in \[0\.001, 1024\];"),
+    (lambda x: F.gaussian_noise(x, [0.1]), r"^sigma must be a real number > 0 and finite;"),
+    (lambda x: F.characters(x, ["a"], [1], [5], [[0, 0, 0]], font_size="6"),
+     r"^font_size must be a real number > 0 and <= 1024;"),
+    (lambda x: F.bubble(x, [1], [1], [3], border=2.0),
+     r"^border must be a non-negative int <= 1024;"),
+    (lambda x: F.stain_deposit(x, [1], [1], [0], side=3.0),
+     r"^side must be an int > 0 and <= 1024;"),
+])
+def test_type_errors_state_the_allowed_values(call, match, rgb224):
+    with pytest.raises(TypeError, match=match):
+        call(rgb224[0])
+
+
 def test_marking_size_bound(rgb224):
     with pytest.raises(ValueError, match=r"size must be a pair of ints in 1..1024"):
         F.marking(rgb224[0], (1025, 10), (0, 0))

@@ -699,6 +699,11 @@ def test_bad_arguments(root, tmp_path, kwargs, msg):
                                    "not bytes; got b'pixelate'"),
     ({"severities": bytearray(b"1,2")}, "severities must be a sequence or a comma-separated "
                                         "str, not bytearray"),
+    # a non-str name was a ValueError "corruption 3 is not defined", where AugMedMNISTC and
+    # corrupt() raise TypeError
+    ({"corruptions": [3]}, r"corruptions must hold corruption names \(str\); got 3 \(int\)"),
+    ({"corruptions": ["pixelate", None]}, r"corruptions must hold corruption names .*got None"),
+    ({"severities": [1.0]}, r"severities must hold ints in 1\.\.5; got 1\.0 \(float\)"),
 ])
 def test_bad_argument_types(root, tmp_path, kwargs, msg):
     args = dict(root=root, size=SIZE, workers=1, out=tmp_path / "out")
@@ -739,6 +744,17 @@ def test_bad_input_and_scheduler_types(tmp_path, kwargs, exc, msg):
         args.setdefault("workers", 1)
     with pytest.raises(exc, match=msg):
         generate(GRAY_DS, tmp_path / "out", **args)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("which", ["images", "labels"])
+def test_masked_array_input_rejected_nothing_written(tmp_path, which):
+    # a masked images= failed in corrupt_batch after the output folder and manifest.json were
+    # written; a masked labels= lost its mask and was written as plain labels
+    arrays = {"images": np.zeros((3, SIZE, SIZE), np.uint8), "labels": np.zeros((3, 1), np.uint8)}
+    arrays[which] = np.ma.masked_array(arrays[which], mask=True)
+    with pytest.raises(TypeError, match=f"{which} must be a plain numpy.ndarray, not a masked"):
+        generate(GRAY_DS, tmp_path / "out", corruptions="pixelate", workers=1, **arrays)
     assert not (tmp_path / "out").exists()
 
 
@@ -810,10 +826,44 @@ def test_load_images_and_preview(root):
     g = gray[0]
     assert np.array_equal(np.asarray(render_preview(g[:, :, None], GRAY_DS, seed=1)),
                           np.asarray(render_preview(g, GRAY_DS, seed=1)))
-    with pytest.raises(ValueError, match=r"image must have shape .*got \(28, 28, 2\)"):
+    with pytest.raises(ValueError, match=r"image must have 1 or 3 channels .*got shape "
+                                         r"\(28, 28, 2\)"):
         render_preview(np.zeros((28, 28, 2), np.uint8), GRAY_DS)
     with pytest.raises(TypeError, match="uint8"):
         render_preview(np.zeros((28, 28), np.float32), GRAY_DS)
+
+
+@pytest.mark.parametrize("side, exc, match", [
+    (0, ValueError, "side must be an int >= 1; got 0"),
+    (-3, ValueError, "side must be an int >= 1; got -3"),
+    (28.0, TypeError, "side must be an int >= 1"),
+    (True, TypeError, "side must be an int >= 1"),
+])
+def test_preview_cell_rejects_bad_sides(side, exc, match):
+    # 0 raised ZeroDivisionError; -3, 28.0 and True returned a "cell side" (3, 28.0, 96)
+    with pytest.raises(exc, match=match):
+        preview_cell(side)
+
+
+@pytest.mark.parametrize("side, cell", [(1, 96), (28, 112), (96, 96), (97, 97), (224, 224)])
+def test_preview_cell_values(side, cell):
+    # the smallest multiple of side that is >= 96, worked out by hand
+    assert preview_cell(side) == cell
+
+
+@pytest.mark.parametrize("image, exc, match", [
+    # an empty image raised ZeroDivisionError, a list or a masked array was read as an array
+    # (the mask dropped): checked as corrupt() checks images now
+    (np.zeros((0, 0), np.uint8), ValueError, "image must be at least 8 x 8 pixels"),
+    (np.zeros((4, 28), np.uint8), ValueError, "image must be at least 8 x 8 pixels"),
+    (np.zeros((28, 28, 3), np.uint8).tolist(), TypeError, "image must be a numpy.ndarray"),
+    (np.ma.masked_array(np.zeros((28, 28), np.uint8), mask=True), TypeError, "masked array"),
+    (np.zeros((1, 28, 28), np.uint8), ValueError, r"image must have 1 or 3 channels"),
+    (np.zeros(28, np.uint8), ValueError, r"image must have shape"),
+])
+def test_render_preview_checks_the_image(image, exc, match):
+    with pytest.raises(exc, match=match):
+        render_preview(image, GRAY_DS)
 
 
 # ------------------------------------------------------------------------------------ npz writer

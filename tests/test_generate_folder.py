@@ -215,6 +215,24 @@ def test_resume_after_deleting_a_file(folder, reference, tmp_path, capsys):
     assert tree(out) == before
 
 
+@pytest.mark.parametrize("folder", [None, 3, b"in"])
+def test_folder_suite_rejects_non_paths(folder):
+    with pytest.raises(TypeError, match="folder must be a str or os.PathLike folder path"):
+        folder_suite(folder)
+
+
+def test_folder_suite_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="image folder not found"):
+        folder_suite(tmp_path / "missing")
+    (tmp_path / "cls").mkdir()
+    Image.fromarray(np.zeros((8, 8), np.uint8)).save(tmp_path / "cls" / "a.png")
+    with pytest.raises(ValueError, match="is not a folder"):
+        folder_suite(tmp_path / "cls" / "a.png")
+    # min side 170 px > 160 px (the midpoint of 96 and 224): the 224 px suite; (H, W) as stored
+    Image.fromarray(np.zeros((200, 170), np.uint8)).save(tmp_path / "cls" / "a.png")
+    assert folder_suite(tmp_path) == ("pathology224", (200, 170))
+
+
 def test_non_square_gray_palette_and_alpha(tmp_path):
     """Any size (not --size), mode conversion by Pillow, a gray dataset, severity subsets."""
     base = skdata.immunohistochemistry()[:40, :56]

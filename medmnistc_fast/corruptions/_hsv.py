@@ -27,6 +27,8 @@ _UNIT = np.arange(256, dtype=np.float64) / 255.0
 def hsv_shift_pixel(r, g, b, channel, amount):  # pragma: no cover - compiled
     """Shift one HSV channel of one pixel; scikit-image's float64 operations in their order.
 
+    A compiled kernel: nothing is checked (see :func:`hsv_shift_kernel`).
+
     Parameters
     ----------
     r, g, b : float
@@ -108,6 +110,11 @@ def hsv_shift_kernel(image, channel, amount):  # pragma: no cover - compiled
     -> ``clip(0, 1) * 255`` -> truncation to uint8, bit for bit. A 1-channel image is replicated
     to RGB and the result converted back with Pillow's L formula
     ``(19595 R + 38470 G + 7471 B + 0x8000) >> 16``. Returns a new array.
+
+    A compiled kernel: nothing is checked (a ``channel`` other than 0, 1, 2 or an ``amount``
+    outside [-1, 1] gives meaningless pixels, another dtype a Numba typing error);
+    :func:`medmnistc_fast.functional.hsv_shift` checks its arguments and is the function to
+    call.
     """
     h, w, c = image.shape
     out = np.empty_like(image)

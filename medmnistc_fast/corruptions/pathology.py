@@ -289,6 +289,8 @@ def _marking_size(param, ctx: Context):
 def marking_sample(param, ctx: Context) -> dict:
     """Blot size and fixed position for one image (deterministic: ``ctx.key`` is ignored).
 
+    A sampler of the registry: ``param`` and ``ctx`` are not checked.
+
     Parameters
     ----------
     param : tuple of (int, int)
@@ -335,6 +337,9 @@ def _random_corner(key: int, shape, width: int, height: int) -> dict:
 
 def marking_kernel(image: np.ndarray, *, width: int, height: int, x: int, y: int) -> np.ndarray:
     """Replace the pixels under the blot by its ink colour.
+
+    A kernel: ``image``, ``x`` and ``y`` are not checked (:func:`marking` checks them and is
+    the function to call); only ``width`` and ``height`` are, by :func:`blot`.
 
     Parameters
     ----------
@@ -491,6 +496,10 @@ def _sample_strength(param, ctx: Context) -> dict:
 
 def bubble_kernel(image: np.ndarray, *, strength: float) -> np.ndarray:
     """Blend toward the synthetic bubble: ``out = x + mask * r * (bubble - x)``.
+
+    A kernel: nothing is checked (a ``strength`` outside [0, 1] or NaN gives wrapped or zero
+    pixels, a 2-D image an IndexError); :func:`pathology_bubble` checks its arguments and is
+    the function to call.
 
     Parameters
     ----------
