@@ -161,13 +161,13 @@ def check_path(value, name: str, kind: str = "") -> str:
     return os.path.expanduser(path)
 
 
-def reject_masked(arr, name: str) -> None:
+def reject_masked(arr, name: str, why: str = "the corruptions have no notion of a mask",
+                  fix: str = "") -> None:
     """TypeError naming ``name`` if ``arr`` is a masked array (its mask would be silently
-    ignored: the corruptions have no notion of a mask)."""
+    ignored); ``why`` says why, ``fix`` adds a remedy to ``.filled(value)`` / ``.data``."""
     if isinstance(arr, np.ma.MaskedArray):
-        raise TypeError(f"{name} must be a plain numpy.ndarray, not a masked array: the "
-                        f"corruptions have no notion of a mask; pass {name}.filled(value) or "
-                        f"{name}.data")
+        raise TypeError(f"{name} must be a plain numpy.ndarray, not a masked array: {why}; pass "
+                        f"{name}.filled(value) or {name}.data{fix}")
 
 
 def _check_array(arr, name: str, ndims: tuple, layout: str) -> np.ndarray:

@@ -18,7 +18,11 @@ Conventions
 - Corrupted scores are severity-major, like the files written by dataset generation: for a clean split of
   ``N`` samples, rows ``[s*N:(s+1)*N]`` of a ``(5N, K)`` array belong to severity ``s + 1``.
 - Errors are fractions in ``[0, 1]`` (the papers print them as percentages).
-- Inputs are never modified. Nothing here draws random numbers, prints or warns.
+- Inputs are never modified. Nothing here draws random numbers or prints; the one warning is for binary
+  and multi-label scores outside ``[0, 1]`` under a probability threshold (logits, see
+  :func:`balanced_accuracy`).
+- Array arguments are array_like; a masked array is a ``TypeError`` (``np.asarray`` would drop its mask
+  and the metrics would count the masked entries).
 - A metric whose denominator is zero raises ``ValueError`` naming the argument that makes it zero; no
   function returns NaN or infinity.
 
@@ -53,7 +57,7 @@ from typing import Any, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ._fileio import write_text_atomic
-from ._validation import _is_int, check_path, to_float
+from ._validation import _is_int, check_path, reject_masked, to_float
 from ._baselines import ALEXNET_BASELINES, DATASET_CORRUPTIONS, DATASET_N_CLASSES, DATASET_TASKS, TASKS
 
 __all__ = [
@@ -87,7 +91,9 @@ Threshold = Union[float, Sequence[float]]
 
 
 def _as_array(x: Any, name: str) -> np.ndarray:
-    """``np.asarray(x)``, with NumPy's error for ragged nested sequences re-raised naming ``name``."""
+    """``np.asarray(x)``, with NumPy's error for ragged nested sequences re-raised naming ``name``; a masked
+    array is a TypeError (``np.asarray`` would drop its mask and count the masked entries)."""
+    reject_masked(x, name, why="the metrics would count its masked entries", fix=", or drop the masked rows")
     try:
         return np.asarray(x)
     except ValueError as e:  # "inhomogeneous shape", which does not say which argument
@@ -330,8 +336,8 @@ def balanced_accuracy(y_true: Any, y_score: Any, task: str, threshold: Threshold
     Raises
     ------
     TypeError
-        If ``task`` is not a str, the labels or scores have a non-numeric dtype, or ``threshold`` has the
-        wrong type.
+        If ``task`` is not a str, the labels or scores are a masked array or have a non-numeric dtype, or
+        ``threshold`` has the wrong type.
     ValueError
         If ``task`` is unknown; if shapes are wrong or disagree (row counts, label columns); if labels are
         negative, non-integral, not 0/1 where required, or not below the number of score columns; if
@@ -952,7 +958,7 @@ def top1_error(y_true: Any, scores: Any) -> float:
     Raises
     ------
     TypeError
-        If an argument has a non-numeric dtype.
+        If an argument is a masked array or has a non-numeric dtype.
     ValueError
         If shapes are wrong or disagree, labels are negative, non-integral or ``>= K``, or ``scores``
         contains NaN.

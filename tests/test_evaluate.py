@@ -141,6 +141,25 @@ def test_logits_with_probability_threshold_warn():
         ev.balanced_accuracy([[0, 1]], [[0.1, 3.0]], MULTILABEL, threshold=[0.2, 1.5])
 
 
+@pytest.mark.parametrize("call, arg", [
+    (lambda a: ev.balanced_accuracy(a, [[0.9, 0.1], [0.2, 0.8]], "multi-class"), "y_true"),
+    (lambda a: ev.balanced_accuracy([0, 1], a, "multi-class"), "y_score"),
+    (lambda a: ev.top1_error([0, 1], a), "scores"),
+    (lambda a: ev.corruption_error(a), "errors"),
+])
+def test_masked_arrays_are_refused(call, arg):
+    # np.asarray drops the mask: the masked row would be counted (here the wrong one of two)
+    a = {"y_true": np.ma.array([0, 0], mask=[False, True]),
+         "y_score": np.ma.array([[0.9, 0.1], [0.9, 0.1]], mask=[[0, 0], [1, 1]]),
+         "scores": np.ma.array([[0.9, 0.1], [0.9, 0.1]], mask=[[0, 0], [1, 1]]),
+         "errors": np.ma.array([0.1, 0.2, 0.3, 0.4, 0.9], mask=[0, 0, 0, 0, 1])}[arg]
+    before = a.copy()
+    with pytest.raises(TypeError, match=rf"^{arg} must be a plain numpy.ndarray, not a masked array: "
+                                        r"the metrics would count its masked entries; .*drop the masked rows"):
+        call(a)
+    assert np.array_equal(a.data, before.data) and np.array_equal(a.mask, before.mask)
+
+
 def test_report_warns_once_for_logits_in_any_score_array():
     clean = np.array([0.1, 0.9, 0.8, 0.2])
     bad = np.concatenate([clean] * 4 + [np.array([0.1, 4.0, 0.8, 0.2])])
