@@ -308,10 +308,23 @@ def _silence_stdout() -> None:
         pass
 
 
+#: Python parameter names of generate / render_preview and the flags that set them: an error
+#: message starting "size must ..." is shown as "--size must ..." on the command line.
+_FLAG_OF = {"size": "--size", "seed": "--seed", "severities": "--severities",
+            "corruptions": "--corruptions", "split": "--split", "sample_n": "--sample-n",
+            "folder": "--from-folder", "root": "--root", "out": "--out", "index": "--index",
+            "chunk_size": "--chunk-size", "workers": "--workers", "dataset": "--dataset",
+            "fmt": "--format", "scheduler": "--scheduler"}
+
+
 def _print_error(exc: BaseException) -> None:
     """The one-line ``medmnistc-fast: error: ...`` message on stderr (dropped if stderr is
-    itself a closed pipe: the exit status still tells)."""
+    itself a closed pipe: the exit status still tells); a leading parameter name is shown as
+    its flag (:data:`_FLAG_OF`)."""
     msg = " ".join(str(exc).split()) or type(exc).__name__
+    name, sep, rest = msg.partition(" must ")
+    if sep and name in _FLAG_OF:
+        msg = f"{_FLAG_OF[name]} must {rest}"
     try:
         print(f"{_PROG}: error: {msg}", file=sys.stderr)
     except (OSError, ValueError):

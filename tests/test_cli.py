@@ -369,6 +369,11 @@ def test_missing_file_message_and_no_traceback(tmp_path):
     (["list", "--dataset", "pathology"],
      r"^medmnistc-fast: error: unknown dataset 'pathology'; valid datasets: .*'pathology224'$"),
     ([], r"error: the following arguments are required: COMMAND$"),
+    # checks made by generate itself name the flag, not the Python parameter
+    (["generate", "--dataset", "pathmnist", "--sample", "--size", "5", "--out", "x"],
+     r"^medmnistc-fast: error: --size must be an int >= 8; got 5$"),
+    (["generate", "--dataset", "pathmnist", "--sample", "--severities", "0,6", "--out", "x"],
+     r"^medmnistc-fast: error: --severities must hold ints in 1\.\.5; got 0$"),
 ])
 def test_usage_errors(tmp_path, capsys, argv, msg, monkeypatch):
     # Exit status 2 alone does not say which check fired (argparse and every validation use it):
