@@ -2,6 +2,7 @@
 #include <pybind11/pybind11.h>
 
 #include "blur.hpp"
+#include "hsv.hpp"
 #include "lut.hpp"
 #include "noise.hpp"
 #include "pil.hpp"
@@ -11,6 +12,7 @@
 PYBIND11_MODULE(_native, m) {
     m.doc() = "C++ kernels of medmnistc_fast (private; call the public functions instead).";
     mmc::register_blur(m);
+    mmc::register_hsv(m);
     mmc::register_lut(m);
     mmc::register_noise(m);
     mmc::register_pil(m);

@@ -337,6 +337,17 @@ def contrast(image: npt.NDArray[np.uint8], factor: float) -> npt.NDArray[np.uint
 def gamma(image: npt.NDArray[np.uint8], gamma: float) -> npt.NDArray[np.uint8]:
     """``apply_lut(image, gamma_lut(gamma))``."""
 
+def hsv_shift(
+    image: npt.NDArray[np.uint8], channel: int, amount: float, isa: str = "auto"
+) -> npt.NDArray[np.uint8]:
+    """Shift HSV channel ``channel`` (0 H, 1 S, 2 V) by ``amount`` in [-1, 1]: scikit-image's
+    float64 rgb2hsv / hsv2rgb, clip, * 255, truncate, bit for bit; (H, W, 1 or 3) uint8, new
+    array. ``isa``: "auto" or one of :func:`_hsv_isas` (same bytes). ValueError for another
+    shape, channel or an unavailable isa."""
+
+def _hsv_isas() -> list[str]:
+    """Instruction sets hsv_shift can use here, best first ("avx512", "avx2", "baseline")."""
+
 def rgbx_pixels(image: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
     """New uint8 (H, W, 4) copy of a uint8 (H, W, 3) image with a fourth byte 255 per pixel
     (Pillow's "RGBX" layout, which ``Image.frombuffer`` maps without copying). Raises ValueError

@@ -443,6 +443,52 @@ def test_hsv_shift_all_colours_and_negative_shifts():
                                           oracle_hsv(img, channel, amount))
 
 
+def _all_colours():
+    """Every 24-bit colour once, as a (4096, 4096, 3) image."""
+    k = np.arange(2 ** 24, dtype=np.uint32)
+    return np.stack([k >> 16, (k >> 8) & 255, k & 255], -1).astype(np.uint8).reshape(4096, 4096, 3)
+
+
+@pytest.mark.slow
+def test_hsv_kernel_builds_agree_on_every_colour():
+    """The AVX-512, AVX2 and baseline builds of the C++ kernel (those this CPU runs) give the
+    same bytes on all 2^24 colours, RGB and gray, for shifts at and inside the ends of [-1, 1];
+    and the chosen build equals the scikit-image oracle on one colour in 64 (a 2^18 sample
+    covering every value of each channel)."""
+    from medmnistc_fast import _native
+
+    isas = _native._hsv_isas()
+    assert isas[-1] == "baseline"
+    img = _all_colours()
+    gray = np.arange(256, dtype=np.uint8).reshape(16, 16, 1)
+    odd = img[1000:1037, 77:106]  # 37 x 29: the last block is partial
+    for channel in (0, 1, 2):
+        for amount in (-1.0, -0.37, 0.05, 1.0):
+            want = _native.hsv_shift(img, channel, amount, "baseline")
+            for isa in isas[:-1]:
+                assert np.array_equal(_native.hsv_shift(img, channel, amount, isa), want), \
+                    (isa, channel, amount)
+            for isa in isas:
+                for x in (gray, np.ascontiguousarray(odd)):
+                    assert np.array_equal(_native.hsv_shift(x, channel, amount, isa),
+                                          _native.hsv_shift(x, channel, amount, "baseline"))
+            sample = img.reshape(-1, 3)[::64].reshape(512, 512, 3)
+            np.testing.assert_array_equal(_native.hsv_shift(sample, channel, amount),
+                                          oracle_hsv(sample, channel, amount))
+
+
+def test_hsv_kernel_rejects_what_it_cannot_run():
+    from medmnistc_fast import _native
+
+    img = np.zeros((8, 8, 3), np.uint8)
+    with pytest.raises(ValueError, match="channel must be 0 .hue., 1 .saturation. or 2"):
+        _native.hsv_shift(img, 3, 0.1)
+    with pytest.raises(ValueError, match="1 or 3 channels"):
+        _native.hsv_shift(np.zeros((8, 8, 2), np.uint8), 1, 0.1)
+    with pytest.raises(ValueError, match="isa 'sse9' is not available"):
+        _native.hsv_shift(img, 1, 0.1, "sse9")
+
+
 def test_saturate_is_the_generic_hsv_kernel(patches96):
     """MedMNIST-C's saturate kind (used by the suite) equals hsv_shift on the S channel."""
     for amount in registry.TABLES["pathology224"]["saturate"]:

@@ -20,7 +20,7 @@ the four that differ, collected in :data:`PATHOLOGY_KINDS`:
     the patch.
 
 The HSV corruptions repeat scikit-image's ``rgb2hsv`` / ``hsv2rgb`` float64 arithmetic per pixel
-in one Numba kernel (:func:`hsv_shift_kernel`; bit-identical to the NumPy pipeline
+in one C++ kernel (:func:`hsv_shift_kernel`; bit-identical to the NumPy pipeline
 ``x / 255 -> rgb2hsv -> shift one channel -> hsv2rgb -> clip(0, 1) * 255 -> truncate``).
 
 The original benchmark's ink blot and bubble photograph cannot be used (its repository has no
@@ -65,13 +65,13 @@ import numpy as np
 from .._config import NJIT
 from .._validation import as_hwc, check_int, check_int_pair, check_seed, to_float
 from ..rng import GAMMA, _splitmix64_array, generator, key_from_seed
-from ._hsv import HSV_CHANNELS, hsv_shift_kernel, hsv_shift_pixel  # noqa: F401 (re-exported)
+from ._hsv import HSV_CHANNELS, hsv_shift_kernel  # noqa: F401 (re-exported)
 from ._spec import Context, Kind, to_gray, to_rgb
 
 __all__ = [
     "PATHOLOGY_KINDS", "HSV_BRIGHTNESS", "HUE", "MARKING", "MARKING_RANDOM", "PATHOLOGY_BUBBLE",
     "HSV_CHANNELS", "MARKING_POSITIONS", "BLOT_SEED", "SHADE_CAP",
-    "hsv_shift_kernel", "hsv_shift_pixel", "blot", "bubble_layer",
+    "hsv_shift_kernel", "blot", "bubble_layer",
     "marking_sample", "marking_random_sample", "marking_kernel", "bubble_kernel",
     "hsv_shift", "marking", "pathology_bubble", "suite_for_size",
 ]
