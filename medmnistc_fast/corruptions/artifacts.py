@@ -43,7 +43,8 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from .._config import NJIT
-from ..rng import generator
+from ..rng import generator, raw_words
+from ._draws import RANGE_LIMIT, bounded
 from ._spec import Context, Kind, to_gray, to_rgb
 
 __all__ = [
@@ -330,8 +331,8 @@ def _scaled_inks(ink_side: int, side: int) -> np.ndarray:
     return out
 
 
-def _stain_positions(g: np.random.Generator, size: int, extent: int, margin: int, n: int):
-    """``n`` top-left coordinates in ``[margin, size - extent - margin]`` (inclusive).
+def _stain_range(size: int, extent: int, margin: int) -> tuple:
+    """The closed range ``[margin, size - extent - margin]`` of top-left coordinates.
 
     When that range is empty (small images) it becomes ``[0, max(0, size - extent)]``, so the
     mark stays inside the image whenever it fits.
@@ -339,7 +340,43 @@ def _stain_positions(g: np.random.Generator, size: int, extent: int, margin: int
     lo, hi = margin, size - extent - margin
     if hi < lo:
         lo, hi = 0, max(0, size - extent)
+    return lo, hi
+
+
+def _stain_positions(g: np.random.Generator, size: int, extent: int, margin: int, n: int):
+    """``n`` top-left coordinates drawn uniformly from :func:`_stain_range`."""
+    lo, hi = _stain_range(size, extent, margin)
     return g.integers(lo, hi, size=n, endpoint=True).astype(np.int64)
+
+
+def _stain_generator_draws(key, max_marks, width, height, side, margin):
+    """The draws of :func:`stain_deposit_sample` as ``Generator`` calls (their definition):
+    ``(ink, x, y)``, int64 arrays."""
+    g = generator(key)
+    n = int(g.integers(1, max_marks, endpoint=True)) if max_marks > 1 else max(0, max_marks)
+    ink = g.integers(0, N_INKS, size=n).astype(np.int64)
+    x = _stain_positions(g, width, side, margin, n)
+    y = _stain_positions(g, height, side, margin, n)
+    return ink, x, y
+
+
+@numba.njit(**NJIT)
+def _stain_draws(words, max_marks, x_lo, x_hi, y_lo, y_hi):  # pragma: no cover - compiled
+    """:func:`_stain_generator_draws` from raw words (:mod:`._draws`): ``(pos, ink, x, y)``;
+    ``pos`` -1 when the words ran out. ``max_marks >= 0``."""
+    pos = 0
+    n = max_marks
+    if max_marks > 1:
+        n, pos = bounded(words, pos, 1, max_marks)
+    draws = np.empty((3, n), np.int64)
+    for row in range(3):
+        lo = 0 if row == 0 else (x_lo if row == 1 else y_lo)
+        hi = N_INKS - 1 if row == 0 else (x_hi if row == 1 else y_hi)
+        for i in range(n):
+            if pos < 0:
+                return -1, draws[0], draws[1], draws[2]
+            draws[row, i], pos = bounded(words, pos, lo, hi)
+    return pos, draws[0].copy(), draws[1].copy(), draws[2].copy()
 
 
 def stain_deposit_sample(param, ctx: Context) -> dict:
@@ -377,14 +414,22 @@ def stain_deposit_sample(param, ctx: Context) -> dict:
     if ink_side not in _INK_KEY_OF_SIDE:
         raise ValueError(f"ink_side must be one of {sorted(_INK_KEY_OF_SIDE)}, got {ink_side}")
     height, width = int(ctx.shape[0]), int(ctx.shape[1])
-    g = generator(ctx.key)
-    n = int(g.integers(1, max_marks, endpoint=True)) if max_marks > 1 else max(0, max_marks)
     s = ctx.scale
     side = max(1, _scaled(ink_side, s))
     margin = _scaled(STAIN_MARGIN, s)
-    ink = g.integers(0, N_INKS, size=n).astype(np.int64)
-    x = _stain_positions(g, width, side, margin, n)
-    y = _stain_positions(g, height, side, margin, n)
+    x_lo, x_hi = _stain_range(width, side, margin)
+    y_lo, y_hi = _stain_range(height, side, margin)
+    if (0 <= max_marks <= _FAST_MAX_COUNT and 0 <= x_lo and 0 <= y_lo
+            and max(x_hi - x_lo, y_hi - y_lo, max_marks) < RANGE_LIMIT):
+        n_words = (1 + 3 * max_marks) // 2 + 8  # 1 + 3 n draws; rejections are rare
+        while True:
+            pos, ink, x, y = _stain_draws(raw_words(ctx.key, n_words), max_marks, x_lo, x_hi,
+                                          y_lo, y_hi)
+            if pos >= 0:
+                break
+            n_words *= 4
+    else:  # out of the fast path's ranges: the definition, one Generator call per quantity
+        ink, x, y = _stain_generator_draws(ctx.key, max_marks, width, height, side, margin)
     return {"ink_side": ink_side, "side": side, "ink": ink, "x": x, "y": y}
 
 
@@ -408,15 +453,15 @@ def stain_deposit_kernel(image: np.ndarray, ink_side: int, side: int, ink, x, y)
     ndarray, shape (H, W, C), uint8
         New array (reference: ``x[...] *= (1 - ink)`` per channel in ``StainDeposit.apply``).
     """
-    out = np.array(image, copy=True, order="C")
-    _zero_under_inks(out, _scaled_inks(int(ink_side), int(side)),
-                     np.ascontiguousarray(ink, np.int64), np.ascontiguousarray(x, np.int64),
-                     np.ascontiguousarray(y, np.int64))
-    return out
+    return _zero_under_inks(np.ascontiguousarray(image), _scaled_inks(int(ink_side), int(side)),
+                            np.ascontiguousarray(ink, np.int64), np.ascontiguousarray(x, np.int64),
+                            np.ascontiguousarray(y, np.int64))
 
 
 @numba.njit(**NJIT)
-def _zero_under_inks(out, masks, ink, xs, ys):  # pragma: no cover - compiled
+def _zero_under_inks(image, masks, ink, xs, ys):  # pragma: no cover - compiled
+    # A copy of ``image`` with the marks' pixels set to 0 (copied here, without the GIL).
+    out = image.copy()
     height, width, channels = out.shape
     side = masks.shape[1]
     for k in range(ink.shape[0]):
@@ -430,6 +475,7 @@ def _zero_under_inks(out, masks, ink, xs, ys):  # pragma: no cover - compiled
                     continue
                 for ch in range(channels):
                     out[row, col, ch] = 0
+    return out
 
 
 STAIN_DEPOSIT = Kind("stain_deposit", stain_deposit_sample, stain_deposit_kernel, random=True)
@@ -537,6 +583,21 @@ def _paste_white(image, alpha):  # pragma: no cover - compiled
     return out.reshape(image.shape)
 
 
+@numba.njit(**NJIT)
+def _bubbles_pasted(image, xs, ys, inner, outer, table):  # pragma: no cover - compiled
+    """``(fits, out)``: the layer of :func:`_bubble_layer` pasted onto ``image``
+    (:func:`_paste_white`), in one call; ``fits`` False (and ``out`` the input) when a radius
+    has no row in ``table`` (a negative radius draws nothing)."""
+    limit = table.shape[0]
+    for i in range(inner.shape[0]):
+        if inner[i] >= limit or outer[i] >= limit:
+            return False, image
+    height, width, channels = image.shape
+    alpha = _bubble_layer(height, width, channels, xs, ys, inner, outer, table,
+                          BUBBLE_RIM_ALPHA, BUBBLE_BODY_ALPHA)
+    return True, _paste_white(image, alpha.reshape(image.shape))
+
+
 def bubble_sample(param, ctx: Context) -> dict:
     """Draw the bubbles of one image.
 
@@ -566,10 +627,37 @@ def bubble_sample(param, ctx: Context) -> dict:
     """
     max_radius, max_bubbles = int(param[0]), int(param[1])
     height, width = int(ctx.shape[0]), int(ctx.shape[1])
-    g = generator(ctx.key)
-    n = int(g.integers(min(BUBBLE_MIN_COUNT, max_bubbles), max_bubbles, endpoint=True))
-    r = g.integers(BUBBLE_MIN_RADIUS, max(BUBBLE_MIN_RADIUS, max_radius), size=n, endpoint=True)
     s = ctx.scale
+    r_hi = max(BUBBLE_MIN_RADIUS, max_radius)
+    if (0 <= max_bubbles <= _FAST_MAX_COUNT and r_hi - BUBBLE_MIN_RADIUS < RANGE_LIMIT
+            and max(height, width) < RANGE_LIMIT // 2 and math.isfinite(s)):
+        n_words = (1 + 3 * max_bubbles) // 2 + 8  # 1 + 3 n draws; rejections are rare
+        while True:
+            pos, r, fine_outer, inner, outer, x, y = _bubble_draws(
+                raw_words(ctx.key, n_words), min(BUBBLE_MIN_COUNT, max_bubbles), max_bubbles,
+                r_hi, s, width, height)
+            if pos >= 0:
+                break
+            n_words *= 4
+    else:  # out of the fast path's ranges: the definition, one Generator call per quantity
+        r, fine_outer, inner, outer, x, y = _bubble_generator_draws(
+            ctx.key, max_bubbles, r_hi, s, width, height)
+    if ctx.supersample > 1.0:  # drawn at 224 px size on a finer grid (see bubble_kernel)
+        return {"x": x, "y": y, "inner": r, "outer": fine_outer, "supersample": ctx.supersample}
+    return {"x": x, "y": y, "inner": inner, "outer": outer, "supersample": 1.0}
+
+
+#: Largest bubble count the compiled draws take (any table entry; larger ones go through the
+#: Generator calls).
+_FAST_MAX_COUNT = 1 << 20
+
+
+def _bubble_generator_draws(key, max_bubbles, r_hi, s, width, height):
+    """The draws of :func:`bubble_sample` as ``Generator`` calls (their definition): ``(r,
+    r + 2, inner, outer, x, y)``, int64 arrays."""
+    g = generator(key)
+    n = int(g.integers(min(BUBBLE_MIN_COUNT, max_bubbles), max_bubbles, endpoint=True))
+    r = g.integers(BUBBLE_MIN_RADIUS, r_hi, size=n, endpoint=True)
     inner = np.floor(r * s + 0.5).astype(np.int64)
     outer = np.maximum(1, np.floor((r + BUBBLE_BORDER) * s + 0.5)).astype(np.int64)
 
@@ -582,10 +670,42 @@ def bubble_sample(param, ctx: Context) -> dict:
 
     x = centre(width)
     y = centre(height)
-    if ctx.supersample > 1.0:  # drawn at 224 px size on a finer grid (see bubble_kernel)
-        return {"x": x, "y": y, "inner": r.astype(np.int64),
-                "outer": (r + BUBBLE_BORDER).astype(np.int64), "supersample": ctx.supersample}
-    return {"x": x, "y": y, "inner": inner, "outer": outer, "supersample": 1.0}
+    r = r.astype(np.int64)
+    return r, r + BUBBLE_BORDER, inner, outer, x, y
+
+
+@numba.njit(**NJIT)
+def _bubble_draws(words, n_lo, n_hi, r_hi, s, width, height):  # pragma: no cover - compiled
+    """:func:`_bubble_generator_draws` from raw words (:mod:`._draws`): ``(pos, r, r + 2,
+    inner, outer, x, y)``; ``pos`` -1 when the words ran out."""
+    empty = np.zeros(0, np.int64)
+    n, pos = bounded(words, 0, n_lo, n_hi)
+    if pos < 0:
+        return -1, empty, empty, empty, empty, empty, empty
+    r = np.empty(n, np.int64)
+    for i in range(n):
+        r[i], pos = bounded(words, pos, BUBBLE_MIN_RADIUS, r_hi)
+        if pos < 0:
+            return -1, empty, empty, empty, empty, empty, empty
+    fine_outer = np.empty(n, np.int64)
+    inner = np.empty(n, np.int64)
+    outer = np.empty(n, np.int64)
+    for i in range(n):
+        # NumPy's float64 operations of the definition, element by element
+        fine_outer[i] = r[i] + BUBBLE_BORDER
+        inner[i] = np.int64(np.floor(r[i] * s + 0.5))
+        outer[i] = np.int64(max(1.0, np.floor((r[i] + BUBBLE_BORDER) * s + 0.5)))
+    centres = np.empty((2, n), np.int64)
+    for axis in range(2):
+        size = width if axis == 0 else height
+        for i in range(n):
+            lo, hi = inner[i], size - inner[i]
+            if hi < lo:
+                lo = hi = size // 2
+            centres[axis, i], pos = bounded(words, pos, lo, hi)
+            if pos < 0:
+                return -1, empty, empty, empty, empty, empty, empty
+    return pos, r, fine_outer, inner, outer, centres[0].copy(), centres[1].copy()
 
 
 #: Fine pixels per side of one tile of the supersampled bubble layer: the layer is built tile
@@ -637,11 +757,13 @@ def bubble_kernel(image: np.ndarray, x, y, inner, outer, supersample: float = 1.
     ys = np.ascontiguousarray(y, dtype=np.int64)
     inner = np.ascontiguousarray(inner, dtype=np.int64)
     outer = np.ascontiguousarray(outer, dtype=np.int64)
-    table = _disk_table(np.concatenate([inner, outer]))
     if f == 1.0:
-        alpha = _bubble_layer(height, width, channels, xs, ys, inner, outer, table,
-                              BUBBLE_RIM_ALPHA, BUBBLE_BODY_ALPHA)
-        return _paste_white(image, alpha.reshape(image.shape))
+        fits, out = _bubbles_pasted(image, xs, ys, inner, outer, _full_disk_table())
+        if fits:
+            return out
+        return _bubbles_pasted(image, xs, ys, inner, outer,
+                               _disk_table(np.concatenate([inner, outer])))[1]
+    table = _disk_table(np.concatenate([inner, outer]))
     fine_x = np.floor((xs + 0.5) * f).astype(np.int64)
     fine_y = np.floor((ys + 0.5) * f).astype(np.int64)
     tile = max(1, int(_BUBBLE_TILE_FINE // f))
