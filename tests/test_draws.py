@@ -129,6 +129,6 @@ def test_bubble_kernel_radii_past_the_shared_table(radii):
     table = A._disk_table(np.concatenate([inner, outer]))
     alpha = A._bubble_layer(150, 170, 3, x, y, inner, outer, table, A.BUBBLE_RIM_ALPHA,
                             A.BUBBLE_BODY_ALPHA)
-    want = A._paste_white(image, alpha.reshape(image.shape))
+    want = A._paste_white(image, alpha.reshape(image.shape), np.empty_like(image))
     got = A.bubble_kernel(image, x, y, inner, outer)
     assert got is not image and np.array_equal(got, want)
