@@ -338,27 +338,24 @@ def corrupt_batch(images, corruption, severity, *, dataset, seed=None, start=0,
         keys = rng.image_keys(base, np.arange(start, start + n, dtype=np.uint64)).tolist()
         sample = kind.sample
 
-        if kind.into:  # the kernel writes into out[i] (no copy)
-            def run(lo: int, hi: int) -> None:
-                for i in range(lo, hi):
-                    kernel(nhwc[i], out=out[i], **sample(param, Context(shape, keys[i], *ctx)))
-        else:
-            def run(lo: int, hi: int) -> None:
-                for i in range(lo, hi):
-                    out[i] = kernel(nhwc[i], **sample(param, Context(shape, keys[i], *ctx)))
+        def values(i: int) -> dict:
+            return sample(param, Context(shape, keys[i], *ctx))
     else:
         # A deterministic sampler ignores the key: its values are the same for every image of
         # the batch (one shape), so they are computed once instead of per image.
-        values = sample_values(kind, param, ctx, shape, 0)
+        fixed = sample_values(kind, param, ctx, shape, 0)
 
-        if kind.into:
-            def run(lo: int, hi: int) -> None:
-                for i in range(lo, hi):
-                    kernel(nhwc[i], out=out[i], **values)
-        else:
-            def run(lo: int, hi: int) -> None:
-                for i in range(lo, hi):
-                    out[i] = kernel(nhwc[i], **values)
+        def values(i: int) -> dict:
+            return fixed
+
+    if kind.into:  # the kernel writes into out[i] (no copy, no new array)
+        def run(lo: int, hi: int) -> None:
+            for i in range(lo, hi):
+                kernel(nhwc[i], out=out[i], **values(i))
+    else:
+        def run(lo: int, hi: int) -> None:
+            for i in range(lo, hi):
+                out[i] = kernel(nhwc[i], **values(i))
 
     _run_chunks(run, n, threads)
     return out.reshape(images.shape) if result is None else result
