@@ -83,6 +83,26 @@ inline Shape image_shape(const ImageIn& image, const char* fn) {
 
 inline ImageOut new_image(const Shape& s) { return ImageOut({s.h, s.w, s.c}); }
 
+// Where a kernel with an `out` argument writes: a new (H, W, C) array when `out` is None, else
+// `out` itself, which must be a writeable, C-contiguous uint8 array of the image's shape
+// (std::invalid_argument otherwise). Such kernels write each element after reading the input
+// elements it depends on only where stated; `out` must not share memory with the input (not
+// checked: corrupt_batch passes its own output slots).
+inline ImageOut output_image(const Shape& s, const py::object& out, const char* fn) {
+    if (out.is_none()) return new_image(s);
+    if (!ImageOut::check_(out)) {
+        throw std::invalid_argument(std::string(fn) + ": out must be a uint8 ndarray");
+    }
+    auto arr = py::reinterpret_borrow<ImageOut>(out);
+    if (arr.ndim() != 3 || arr.shape(0) != s.h || arr.shape(1) != s.w || arr.shape(2) != s.c) {
+        throw std::invalid_argument(std::string(fn) + ": out must have the image's shape");
+    }
+    if (!(arr.flags() & py::array::c_style) || !arr.writeable()) {
+        throw std::invalid_argument(std::string(fn) + ": out must be C-contiguous and writeable");
+    }
+    return arr;
+}
+
 // Index into [0, n) with the edge sample repeated (ImageMagick "edge" virtual pixels).
 inline std::ptrdiff_t clamp_index(std::ptrdiff_t i, std::ptrdiff_t n) {
     return i < 0 ? 0 : (i >= n ? n - 1 : i);

@@ -192,13 +192,20 @@ py::array_t<std::uint8_t> table_array(const std::uint8_t* lut) {
     return out;
 }
 
-ImageOut apply_table(const ImageIn& image, const std::uint8_t* table, const char* fn) {
+// `make(table)` fills the 256-entry table, then it is applied to every byte, into `out_arg` when
+// given; both under one GIL release (gamma's table is 256 pow calls, about 2 us, which held the
+// GIL per image when it was built before the release).
+template <class MakeTable>
+ImageOut apply_table(const ImageIn& image, MakeTable make, const char* fn,
+                     const py::object& out_arg) {
     const Shape s = image_shape(image, fn);
-    ImageOut out = new_image(s);
+    ImageOut out = output_image(s, out_arg, fn);
     const std::uint8_t* src = image.data();
     std::uint8_t* dst = out.mutable_data();
     {
         py::gil_scoped_release release;
+        std::uint8_t table[256];
+        make(table);
         lut_any(src, dst, s.size(), table);
     }
     return out;
@@ -213,33 +220,28 @@ std::int64_t luma_sum_any(const std::uint8_t* src, std::ptrdiff_t n_px, std::ptr
     return luma_sum_scalar(src, n_px, c);
 }
 
-ImageOut brightness(const ImageIn& image, double factor) {
-    std::uint8_t table[256];
-    blend_table(0, factor, table);
-    return apply_table(image, table, "brightness");
+ImageOut brightness(const ImageIn& image, double factor, const py::object& out) {
+    return apply_table(image, [factor](std::uint8_t* t) { blend_table(0, factor, t); },
+                       "brightness", out);
 }
 
 // Pillow ImageEnhance.Contrast: blend with the constant int(mean(L) + 0.5) (mean in double, as
-// corruptions/color.mean_luma computes it from the exact integer sum).
-ImageOut contrast(const ImageIn& image, double factor) {
+// corruptions/color.mean_luma computes it from the exact integer sum). The sum is taken in the
+// table's GIL release too (two releases, with the table built in between, handed the GIL to
+// another thread twice per image).
+ImageOut contrast(const ImageIn& image, double factor, const py::object& out) {
     const Shape s = image_shape(image, "contrast");
     if (s.c != 1 && s.c != 3) throw std::invalid_argument("contrast: image must have 1 or 3 channels");
     const std::uint8_t* src = image.data();
-    std::int64_t total;
-    {
-        py::gil_scoped_release release;
-        total = luma_sum_any(src, s.h * s.w, s.c);
-    }
-    const double mean = static_cast<double>(total) / static_cast<double>(s.h * s.w);
-    std::uint8_t table[256];
-    blend_table(static_cast<int>(mean + 0.5), factor, table);
-    return apply_table(image, table, "contrast");
+    return apply_table(image, [src, s, factor](std::uint8_t* t) {
+        const std::int64_t total = luma_sum_any(src, s.h * s.w, s.c);
+        const double mean = static_cast<double>(total) / static_cast<double>(s.h * s.w);
+        blend_table(static_cast<int>(mean + 0.5), factor, t);
+    }, "contrast", out);
 }
 
-ImageOut gamma(const ImageIn& image, double g) {
-    std::uint8_t table[256];
-    gamma_table(g, table);
-    return apply_table(image, table, "gamma");
+ImageOut gamma(const ImageIn& image, double g, const py::object& out) {
+    return apply_table(image, [g](std::uint8_t* t) { gamma_table(g, t); }, "gamma", out);
 }
 
 }  // namespace
@@ -262,11 +264,13 @@ void register_lut(py::module_& m) {
               return table_array(t);
           }, py::arg("gamma"), "uint8 (256,) table of torchvision's PIL adjust_gamma (gain 1).");
     m.def("brightness", &brightness, py::arg("image"), py::arg("factor"),
-          "apply_lut(image, blend_lut(0, factor)) in one call.");
-    m.def("contrast", &contrast, py::arg("image"), py::arg("factor"),
-          "apply_lut(image, blend_lut(int(luma_sum(image) / (H * W) + 0.5), factor)) in one call.");
-    m.def("gamma", &gamma, py::arg("image"), py::arg("gamma"),
-          "apply_lut(image, gamma_lut(gamma)) in one call.");
+          py::arg("out") = py::none(),
+          "apply_lut(image, blend_lut(0, factor)) in one call; into `out` when given.");
+    m.def("contrast", &contrast, py::arg("image"), py::arg("factor"), py::arg("out") = py::none(),
+          "apply_lut(image, blend_lut(int(luma_sum(image) / (H * W) + 0.5), factor)) in one call; "
+          "into `out` when given.");
+    m.def("gamma", &gamma, py::arg("image"), py::arg("gamma"), py::arg("out") = py::none(),
+          "apply_lut(image, gamma_lut(gamma)) in one call; into `out` when given.");
 }
 
 }  // namespace mmc

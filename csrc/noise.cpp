@@ -126,12 +126,13 @@ thread_local const std::uint32_t* t_last_table = nullptr;
 
 using Table = py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>;
 
-ImageOut alias_sample(const ImageIn& image, const Table& table, std::uint64_t key, bool portable) {
+ImageOut alias_sample(const ImageIn& image, const Table& table, std::uint64_t key, bool portable,
+                      const py::object& out_arg) {
     const Shape s = image_shape(image, "alias_sample");
     if (table.ndim() != 2 || table.shape(0) != 256 || table.shape(1) != 256) {
         throw std::invalid_argument("alias_sample: table must have shape (256, 256)");
     }
-    ImageOut out = new_image(s);
+    ImageOut out = output_image(s, out_arg, "alias_sample");
     const std::uint8_t* src = image.data();
     std::uint8_t* dst = out.mutable_data();
     const std::uint32_t* t = table.data();
@@ -158,10 +159,11 @@ ImageOut alias_sample(const ImageIn& image, const Table& table, std::uint64_t ke
 
 void register_noise(py::module_& m) {
     m.def("alias_sample", &alias_sample, py::arg("image"), py::arg("table"), py::arg("key"),
-          py::arg("portable") = false,
+          py::arg("portable") = false, py::arg("out") = py::none(),
           "Each element of a uint8 (H, W, C) image replaced by an alias-method draw from its "
           "row of a packed uint32 (256, 256) table, with the SplitMix64 counter stream of "
-          "`key`; new array. portable=True forces the plain loop (tests compare both paths).");
+          "`key`; a new array, or `out` when given. portable=True forces the plain loop (tests "
+          "compare both paths).");
 }
 
 }  // namespace mmc

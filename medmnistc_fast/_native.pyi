@@ -295,6 +295,7 @@ def alias_sample(
     table: npt.NDArray[np.uint32],
     key: int,
     portable: bool = False,
+    out: npt.NDArray[np.uint8] | None = None,
 ) -> npt.NDArray[np.uint8]:
     """Replace each element by an alias-method draw from its row of a packed table.
 
@@ -310,11 +311,15 @@ def alias_sample(
     image : ndarray, shape (H, W, C), uint8
     table : ndarray, shape (256, 256), uint32
     key : int in [0, 2**64)
+    out : ndarray, optional
+        Where to write (returned): writeable, C-contiguous uint8 of the image's shape, sharing
+        no memory with it (not checked). None: a new array.
 
     Raises
     ------
     ValueError
-        ``image`` not 3-D with positive sizes, or ``table`` not of shape (256, 256).
+        ``image`` not 3-D with positive sizes, ``table`` not of shape (256, 256), or ``out``
+        not a writeable C-contiguous uint8 array of the image's shape.
     """
 
 def blend_lut(base: int, factor: float) -> npt.NDArray[np.uint8]:
@@ -327,15 +332,25 @@ def gamma_lut(gamma: float) -> npt.NDArray[np.uint8]:
     """(256,) table ``int((255 + 1 - 1e-3) * pow(v / 255, gamma))`` with C ``pow``, as
     torchvision's PIL ``adjust_gamma`` (gain 1) computes it (``corruptions.color.gamma_lut``)."""
 
-def brightness(image: npt.NDArray[np.uint8], factor: float) -> npt.NDArray[np.uint8]:
-    """``apply_lut(image, blend_lut(0, factor))`` (Pillow ``ImageEnhance.Brightness``)."""
+def brightness(
+    image: npt.NDArray[np.uint8], factor: float, out: npt.NDArray[np.uint8] | None = None
+) -> npt.NDArray[np.uint8]:
+    """``apply_lut(image, blend_lut(0, factor))`` (Pillow ``ImageEnhance.Brightness``). ``out``
+    (optional, returned): where to write, as for :func:`alias_sample`."""
 
-def contrast(image: npt.NDArray[np.uint8], factor: float) -> npt.NDArray[np.uint8]:
+def contrast(
+    image: npt.NDArray[np.uint8], factor: float, out: npt.NDArray[np.uint8] | None = None
+) -> npt.NDArray[np.uint8]:
     """``apply_lut(image, blend_lut(int(luma_sum(image) / (H * W) + 0.5), factor))`` (Pillow
-    ``ImageEnhance.Contrast``); ValueError unless C is 1 or 3."""
+    ``ImageEnhance.Contrast``), with one GIL release for the sum and the table; ValueError
+    unless C is 1 or 3. ``out`` (optional, returned): where to write, as for
+    :func:`alias_sample`."""
 
-def gamma(image: npt.NDArray[np.uint8], gamma: float) -> npt.NDArray[np.uint8]:
-    """``apply_lut(image, gamma_lut(gamma))``."""
+def gamma(
+    image: npt.NDArray[np.uint8], gamma: float, out: npt.NDArray[np.uint8] | None = None
+) -> npt.NDArray[np.uint8]:
+    """``apply_lut(image, gamma_lut(gamma))``. ``out`` (optional, returned): where to write, as
+    for :func:`alias_sample`."""
 
 def hsv_shift(
     image: npt.NDArray[np.uint8], channel: int, amount: float, isa: str = "auto"

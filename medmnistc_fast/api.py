@@ -337,11 +337,29 @@ def corrupt_batch(images, corruption, severity, *, dataset, seed=None, start=0,
         out = np.empty_like(nhwc)
     else:
         out = _check_out(out, images, nhwc)
-    keys = rng.image_keys(base, np.arange(start, start + n, dtype=np.uint64))
+    kernel, shape = kind.kernel, tuple(nhwc.shape[1:])
+    if kind.random:
+        keys = rng.image_keys(base, np.arange(start, start + n, dtype=np.uint64)).tolist()
+        sample = kind.sample
 
-    def run(lo: int, hi: int) -> None:
-        for i in range(lo, hi):
-            out[i] = _apply(kind, param, ctx, nhwc[i], keys[i])
+        def values(i: int) -> dict:
+            return sample(param, Context(shape, keys[i], *ctx))
+    else:
+        # A deterministic sampler ignores the key: its values are the same for every image of
+        # the batch (one shape), so they are computed once instead of per image.
+        fixed = sample_values(kind, param, ctx, shape, 0)
+
+        def values(i: int) -> dict:
+            return fixed
+
+    if kind.into:  # the kernel writes into out[i] (no copy, no new array)
+        def run(lo: int, hi: int) -> None:
+            for i in range(lo, hi):
+                kernel(nhwc[i], out=out[i], **values(i))
+    else:
+        def run(lo: int, hi: int) -> None:
+            for i in range(lo, hi):
+                out[i] = kernel(nhwc[i], **values(i))
 
     _run_chunks(run, n, threads)
     return out.reshape(images.shape) if result is None else result

@@ -28,7 +28,8 @@ from numpy.random.bit_generator import ISeedSequence
 
 from . import _native
 
-__all__ = ["base_key", "image_key", "image_keys", "generator", "fresh_seed", "key_from_seed"]
+__all__ = ["base_key", "image_key", "image_keys", "generator", "raw_words", "fresh_seed",
+           "key_from_seed"]
 
 _M64 = (1 << 64) - 1
 GAMMA = 0x9E3779B97F4A7C15
@@ -230,3 +231,25 @@ def generator(key: int) -> np.random.Generator:
     generator of ``np.random.PCG64(key)``, seeded through :func:`seed_state` (about 2 us instead
     of 8)."""
     return np.random.Generator(np.random.PCG64(_KeySeed(int(key))))
+
+
+def raw_words(key: int, n: int) -> np.ndarray:
+    """The first ``n`` 64-bit outputs of the bit generator of :func:`generator` ``(key)``.
+
+    A fresh generator's draws are read off these words (NumPy's ``distributions.c`` and
+    PCG64's ``next_uint32`` / ``next_double``): its 32-bit stream (every ``Generator.integers``
+    of a range below ``2**32 - 1``) is the words' halves, low half first; its doubles
+    (``Generator.random``) are ``(word >> 11) * 2**-53``. Samplers that only make such draws
+    take the words in one call and do the arithmetic in a compiled function
+    (:mod:`medmnistc_fast.corruptions._draws`) instead of one ``Generator`` call per quantity.
+
+    Parameters
+    ----------
+    key : int in [0, 2**64)
+    n : int >= 0
+
+    Returns
+    -------
+    ndarray of uint64, shape (n,)
+    """
+    return np.random.PCG64(_KeySeed(int(key))).random_raw(n)

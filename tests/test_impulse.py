@@ -127,7 +127,7 @@ def test_big_endian_branch_gives_same_stream(monkeypatch):
     t1, f1, t2, f2 = impulse_cuts(0.17)
     with np.errstate(over="ignore"):
         for img, fn, want in cases:
-            out = fn(img, np.uint64(5), t1, np.uint64(f1), t2, np.uint64(f2))
+            out = fn(img, np.empty_like(img), np.uint64(5), t1, np.uint64(f1), t2, np.uint64(f2))
             assert np.array_equal(out, want)
 
 

@@ -18,6 +18,11 @@ A *kind* (for example ``"brightness"``) implements one or more registry names (`
     channel-wise deterministic kernels that is the channel itself.
 
 Kernels do no validation and own no randomness: the public functions validate once.
+
+A kind with ``into=True`` has a kernel that also takes ``out=``: a writeable, C-contiguous uint8
+array of the image's shape sharing no memory with it, which the kernel fills and returns instead
+of allocating a new array (same bytes). :func:`medmnistc_fast.corrupt_batch` passes its output
+slots, which saves a copy per image and, where the copy released the GIL, one GIL hand-over.
 """
 from __future__ import annotations
 
@@ -71,12 +76,14 @@ class Kind:
     """One corruption kind: ``sample`` and ``kernel`` as described in the module docstring.
 
     ``random`` is False when ``sample`` ignores ``ctx.key`` (deterministic corruptions).
+    ``into`` is True when ``kernel`` takes ``out=`` (see the module docstring).
     """
 
     name: str
     sample: Callable[[Any, Context], dict]
     kernel: Callable[..., np.ndarray]
     random: bool
+    into: bool = False
 
 
 def to_rgb(image: np.ndarray) -> np.ndarray:

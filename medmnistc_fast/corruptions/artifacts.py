@@ -43,7 +43,8 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from .._config import NJIT
-from ..rng import generator
+from ..rng import generator, raw_words
+from ._draws import RANGE_LIMIT, bounded
 from ._spec import Context, Kind, to_gray, to_rgb
 
 __all__ = [
@@ -60,6 +61,10 @@ def _scaled(value: float, s: float) -> int:
     """``value * s`` rounded half up to an int (exactly ``value`` when ``s == 1``)."""
     return int(np.floor(value * s + 0.5))
 
+
+#: Flags of the samplers' compiled draws (about 1 us each): they keep the GIL, since releasing
+#: it on entry let another thread take it and made this one wait for it back.
+_NJIT_GIL = {**NJIT, "nogil": False}
 
 #: Supersampled drawing (characters and bubbles below 224 px) averages fine pixels over image
 #: pixels with integer weights: overlap lengths in units of ``1 / AREA_UNITS`` of an image
@@ -236,7 +241,7 @@ def black_corner_sample(param, ctx: Context) -> dict:
     return {"radius": int(r0 * float(param))}
 
 
-def black_corner_kernel(image: np.ndarray, radius: int) -> np.ndarray:
+def black_corner_kernel(image: np.ndarray, radius: int, out=None) -> np.ndarray:
     """Zero every pixel outside the filled circle centred at ``(W // 2, H // 2)``.
 
     Parameters
@@ -247,16 +252,22 @@ def black_corner_kernel(image: np.ndarray, radius: int) -> np.ndarray:
         Circle radius in pixels; the circle is rasterised as OpenCV's filled ``cv2.circle``
         (see :func:`_circle_spans`) and may extend past the image.
 
+    out : ndarray, optional
+        Where to write: C-contiguous, writeable uint8 of the image's shape, sharing no memory
+        with it.
+
     Returns
     -------
     ndarray, shape (H, W, C), uint8
-        New array: ``image`` inside the circle, 0 outside (all channels).
+        ``out`` if given, else a new array: ``image`` inside the circle, 0 outside (all
+        channels).
     """
     mask = _circle_byte_mask(image.shape[0], image.shape[1], image.shape[2], int(radius))
-    return np.bitwise_and(image, mask)
+    return np.bitwise_and(image, mask, out=out)
 
 
-BLACK_CORNER = Kind("black_corner", black_corner_sample, black_corner_kernel, random=False)
+BLACK_CORNER = Kind("black_corner", black_corner_sample, black_corner_kernel, random=False,
+                    into=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -330,8 +341,8 @@ def _scaled_inks(ink_side: int, side: int) -> np.ndarray:
     return out
 
 
-def _stain_positions(g: np.random.Generator, size: int, extent: int, margin: int, n: int):
-    """``n`` top-left coordinates in ``[margin, size - extent - margin]`` (inclusive).
+def _stain_range(size: int, extent: int, margin: int) -> tuple:
+    """The closed range ``[margin, size - extent - margin]`` of top-left coordinates.
 
     When that range is empty (small images) it becomes ``[0, max(0, size - extent)]``, so the
     mark stays inside the image whenever it fits.
@@ -339,7 +350,43 @@ def _stain_positions(g: np.random.Generator, size: int, extent: int, margin: int
     lo, hi = margin, size - extent - margin
     if hi < lo:
         lo, hi = 0, max(0, size - extent)
+    return lo, hi
+
+
+def _stain_positions(g: np.random.Generator, size: int, extent: int, margin: int, n: int):
+    """``n`` top-left coordinates drawn uniformly from :func:`_stain_range`."""
+    lo, hi = _stain_range(size, extent, margin)
     return g.integers(lo, hi, size=n, endpoint=True).astype(np.int64)
+
+
+def _stain_generator_draws(key, max_marks, width, height, side, margin):
+    """The draws of :func:`stain_deposit_sample` as ``Generator`` calls (their definition):
+    ``(ink, x, y)``, int64 arrays."""
+    g = generator(key)
+    n = int(g.integers(1, max_marks, endpoint=True)) if max_marks > 1 else max(0, max_marks)
+    ink = g.integers(0, N_INKS, size=n).astype(np.int64)
+    x = _stain_positions(g, width, side, margin, n)
+    y = _stain_positions(g, height, side, margin, n)
+    return ink, x, y
+
+
+@numba.njit(**_NJIT_GIL)
+def _stain_draws(words, max_marks, x_lo, x_hi, y_lo, y_hi):  # pragma: no cover - compiled
+    """:func:`_stain_generator_draws` from raw words (:mod:`._draws`): ``(pos, ink, x, y)``;
+    ``pos`` -1 when the words ran out. ``max_marks >= 0``."""
+    pos = 0
+    n = max_marks
+    if max_marks > 1:
+        n, pos = bounded(words, pos, 1, max_marks)
+    draws = np.empty((3, n), np.int64)
+    for row in range(3):
+        lo = 0 if row == 0 else (x_lo if row == 1 else y_lo)
+        hi = N_INKS - 1 if row == 0 else (x_hi if row == 1 else y_hi)
+        for i in range(n):
+            if pos < 0:
+                return -1, draws[0], draws[1], draws[2]
+            draws[row, i], pos = bounded(words, pos, lo, hi)
+    return pos, draws[0].copy(), draws[1].copy(), draws[2].copy()
 
 
 def stain_deposit_sample(param, ctx: Context) -> dict:
@@ -377,18 +424,27 @@ def stain_deposit_sample(param, ctx: Context) -> dict:
     if ink_side not in _INK_KEY_OF_SIDE:
         raise ValueError(f"ink_side must be one of {sorted(_INK_KEY_OF_SIDE)}, got {ink_side}")
     height, width = int(ctx.shape[0]), int(ctx.shape[1])
-    g = generator(ctx.key)
-    n = int(g.integers(1, max_marks, endpoint=True)) if max_marks > 1 else max(0, max_marks)
     s = ctx.scale
     side = max(1, _scaled(ink_side, s))
     margin = _scaled(STAIN_MARGIN, s)
-    ink = g.integers(0, N_INKS, size=n).astype(np.int64)
-    x = _stain_positions(g, width, side, margin, n)
-    y = _stain_positions(g, height, side, margin, n)
+    x_lo, x_hi = _stain_range(width, side, margin)
+    y_lo, y_hi = _stain_range(height, side, margin)
+    if (0 <= max_marks <= _FAST_MAX_COUNT and 0 <= x_lo and 0 <= y_lo
+            and max(x_hi - x_lo, y_hi - y_lo, max_marks) < RANGE_LIMIT):
+        n_words = (1 + 3 * max_marks) // 2 + 8  # 1 + 3 n draws; rejections are rare
+        while True:
+            pos, ink, x, y = _stain_draws(raw_words(ctx.key, n_words), max_marks, x_lo, x_hi,
+                                          y_lo, y_hi)
+            if pos >= 0:
+                break
+            n_words *= 4
+    else:  # out of the fast path's ranges: the definition, one Generator call per quantity
+        ink, x, y = _stain_generator_draws(ctx.key, max_marks, width, height, side, margin)
     return {"ink_side": ink_side, "side": side, "ink": ink, "x": x, "y": y}
 
 
-def stain_deposit_kernel(image: np.ndarray, ink_side: int, side: int, ink, x, y) -> np.ndarray:
+def stain_deposit_kernel(image: np.ndarray, ink_side: int, side: int, ink, x, y,
+                         out=None) -> np.ndarray:
     """Set to 0, in every channel, the pixels under each ink mark.
 
     Parameters
@@ -402,21 +458,29 @@ def stain_deposit_kernel(image: np.ndarray, ink_side: int, side: int, ink, x, y)
     ink, x, y : array_like of int, shape (n,)
         Mask index (0..9) and top-left column/row in pixels of each mark; a mark reaching past
         the image is cropped.
+    out : ndarray, optional
+        Where to write: C-contiguous, writeable uint8 of the image's shape, sharing no memory
+        with it.
 
     Returns
     -------
     ndarray, shape (H, W, C), uint8
-        New array (reference: ``x[...] *= (1 - ink)`` per channel in ``StainDeposit.apply``).
+        ``out`` if given, else a new array (reference: ``x[...] *= (1 - ink)`` per channel in
+        ``StainDeposit.apply``).
     """
-    out = np.array(image, copy=True, order="C")
-    _zero_under_inks(out, _scaled_inks(int(ink_side), int(side)),
-                     np.ascontiguousarray(ink, np.int64), np.ascontiguousarray(x, np.int64),
-                     np.ascontiguousarray(y, np.int64))
-    return out
+    image = np.ascontiguousarray(image)
+    return _zero_under_inks(image, _scaled_inks(int(ink_side), int(side)),
+                            np.ascontiguousarray(ink, np.int64), np.ascontiguousarray(x, np.int64),
+                            np.ascontiguousarray(y, np.int64),
+                            np.empty_like(image) if out is None else out)
 
 
 @numba.njit(**NJIT)
-def _zero_under_inks(out, masks, ink, xs, ys):  # pragma: no cover - compiled
+def _zero_under_inks(image, masks, ink, xs, ys, out):  # pragma: no cover - compiled
+    # ``out`` = ``image`` with the marks' pixels set to 0 (copied here, without the GIL).
+    src, dst = image.reshape(image.size), out.reshape(out.size)
+    for i in range(src.size):
+        dst[i] = src[i]
     height, width, channels = out.shape
     side = masks.shape[1]
     for k in range(ink.shape[0]):
@@ -430,9 +494,11 @@ def _zero_under_inks(out, masks, ink, xs, ys):  # pragma: no cover - compiled
                     continue
                 for ch in range(channels):
                     out[row, col, ch] = 0
+    return out
 
 
-STAIN_DEPOSIT = Kind("stain_deposit", stain_deposit_sample, stain_deposit_kernel, random=True)
+STAIN_DEPOSIT = Kind("stain_deposit", stain_deposit_sample, stain_deposit_kernel, random=True,
+                     into=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -524,17 +590,34 @@ def _bubble_layer(height, width, channels, xs, ys, inner, outer, table, rim_alph
 
 
 @numba.njit(**NJIT)
-def _paste_white(image, alpha):  # pragma: no cover - compiled
+def _paste_white(image, alpha, out):  # pragma: no cover - compiled
     """Pillow's paste of white through ``alpha`` (same shape as ``image``, uint8):
-    ``DIV255(v * (255 - a) + 255 * a)``, rounded; a = 0 keeps v."""
+    ``DIV255(v * (255 - a) + 255 * a)``, rounded; a = 0 keeps v. Written into ``out``
+    (C-contiguous, the image's shape), which is returned."""
     src = image.reshape(image.size)
     a_flat = alpha.reshape(alpha.size)
-    out = np.empty(image.size, np.uint8)
+    dst = out.reshape(out.size)
     for i in range(image.size):
         a = np.uint32(a_flat[i])
         t = np.uint32(src[i]) * (np.uint32(255) - a) + np.uint32(255) * a + np.uint32(128)
-        out[i] = np.uint8(((t >> np.uint32(8)) + t) >> np.uint32(8))
-    return out.reshape(image.shape)
+        dst[i] = np.uint8(((t >> np.uint32(8)) + t) >> np.uint32(8))
+    return out
+
+
+@numba.njit(**NJIT)
+def _bubbles_pasted(image, xs, ys, inner, outer, table, out):  # pragma: no cover - compiled
+    """Whether every radius has a row in ``table`` (a negative radius draws nothing); if so,
+    ``out`` = the layer of :func:`_bubble_layer` pasted onto ``image`` (:func:`_paste_white`),
+    in one call."""
+    limit = table.shape[0]
+    for i in range(inner.shape[0]):
+        if inner[i] >= limit or outer[i] >= limit:
+            return False
+    height, width, channels = image.shape
+    alpha = _bubble_layer(height, width, channels, xs, ys, inner, outer, table,
+                          BUBBLE_RIM_ALPHA, BUBBLE_BODY_ALPHA)
+    _paste_white(image, alpha.reshape(image.shape), out)
+    return True
 
 
 def bubble_sample(param, ctx: Context) -> dict:
@@ -566,10 +649,37 @@ def bubble_sample(param, ctx: Context) -> dict:
     """
     max_radius, max_bubbles = int(param[0]), int(param[1])
     height, width = int(ctx.shape[0]), int(ctx.shape[1])
-    g = generator(ctx.key)
-    n = int(g.integers(min(BUBBLE_MIN_COUNT, max_bubbles), max_bubbles, endpoint=True))
-    r = g.integers(BUBBLE_MIN_RADIUS, max(BUBBLE_MIN_RADIUS, max_radius), size=n, endpoint=True)
     s = ctx.scale
+    r_hi = max(BUBBLE_MIN_RADIUS, max_radius)
+    if (0 <= max_bubbles <= _FAST_MAX_COUNT and r_hi - BUBBLE_MIN_RADIUS < RANGE_LIMIT
+            and max(height, width) < RANGE_LIMIT // 2 and math.isfinite(s)):
+        n_words = (1 + 3 * max_bubbles) // 2 + 8  # 1 + 3 n draws; rejections are rare
+        while True:
+            pos, r, fine_outer, inner, outer, x, y = _bubble_draws(
+                raw_words(ctx.key, n_words), min(BUBBLE_MIN_COUNT, max_bubbles), max_bubbles,
+                r_hi, s, width, height)
+            if pos >= 0:
+                break
+            n_words *= 4
+    else:  # out of the fast path's ranges: the definition, one Generator call per quantity
+        r, fine_outer, inner, outer, x, y = _bubble_generator_draws(
+            ctx.key, max_bubbles, r_hi, s, width, height)
+    if ctx.supersample > 1.0:  # drawn at 224 px size on a finer grid (see bubble_kernel)
+        return {"x": x, "y": y, "inner": r, "outer": fine_outer, "supersample": ctx.supersample}
+    return {"x": x, "y": y, "inner": inner, "outer": outer, "supersample": 1.0}
+
+
+#: Largest bubble count the compiled draws take (any table entry; larger ones go through the
+#: Generator calls).
+_FAST_MAX_COUNT = 1 << 20
+
+
+def _bubble_generator_draws(key, max_bubbles, r_hi, s, width, height):
+    """The draws of :func:`bubble_sample` as ``Generator`` calls (their definition): ``(r,
+    r + 2, inner, outer, x, y)``, int64 arrays."""
+    g = generator(key)
+    n = int(g.integers(min(BUBBLE_MIN_COUNT, max_bubbles), max_bubbles, endpoint=True))
+    r = g.integers(BUBBLE_MIN_RADIUS, r_hi, size=n, endpoint=True)
     inner = np.floor(r * s + 0.5).astype(np.int64)
     outer = np.maximum(1, np.floor((r + BUBBLE_BORDER) * s + 0.5)).astype(np.int64)
 
@@ -582,10 +692,42 @@ def bubble_sample(param, ctx: Context) -> dict:
 
     x = centre(width)
     y = centre(height)
-    if ctx.supersample > 1.0:  # drawn at 224 px size on a finer grid (see bubble_kernel)
-        return {"x": x, "y": y, "inner": r.astype(np.int64),
-                "outer": (r + BUBBLE_BORDER).astype(np.int64), "supersample": ctx.supersample}
-    return {"x": x, "y": y, "inner": inner, "outer": outer, "supersample": 1.0}
+    r = r.astype(np.int64)
+    return r, r + BUBBLE_BORDER, inner, outer, x, y
+
+
+@numba.njit(**_NJIT_GIL)
+def _bubble_draws(words, n_lo, n_hi, r_hi, s, width, height):  # pragma: no cover - compiled
+    """:func:`_bubble_generator_draws` from raw words (:mod:`._draws`): ``(pos, r, r + 2,
+    inner, outer, x, y)``; ``pos`` -1 when the words ran out."""
+    empty = np.zeros(0, np.int64)
+    n, pos = bounded(words, 0, n_lo, n_hi)
+    if pos < 0:
+        return -1, empty, empty, empty, empty, empty, empty
+    r = np.empty(n, np.int64)
+    for i in range(n):
+        r[i], pos = bounded(words, pos, BUBBLE_MIN_RADIUS, r_hi)
+        if pos < 0:
+            return -1, empty, empty, empty, empty, empty, empty
+    fine_outer = np.empty(n, np.int64)
+    inner = np.empty(n, np.int64)
+    outer = np.empty(n, np.int64)
+    for i in range(n):
+        # NumPy's float64 operations of the definition, element by element
+        fine_outer[i] = r[i] + BUBBLE_BORDER
+        inner[i] = np.int64(np.floor(r[i] * s + 0.5))
+        outer[i] = np.int64(max(1.0, np.floor((r[i] + BUBBLE_BORDER) * s + 0.5)))
+    centres = np.empty((2, n), np.int64)
+    for axis in range(2):
+        size = width if axis == 0 else height
+        for i in range(n):
+            lo, hi = inner[i], size - inner[i]
+            if hi < lo:
+                lo = hi = size // 2
+            centres[axis, i], pos = bounded(words, pos, lo, hi)
+            if pos < 0:
+                return -1, empty, empty, empty, empty, empty, empty
+    return pos, r, fine_outer, inner, outer, centres[0].copy(), centres[1].copy()
 
 
 #: Fine pixels per side of one tile of the supersampled bubble layer: the layer is built tile
@@ -594,7 +736,8 @@ def bubble_sample(param, ctx: Context) -> dict:
 _BUBBLE_TILE_FINE = 1024
 
 
-def bubble_kernel(image: np.ndarray, x, y, inner, outer, supersample: float = 1.0) -> np.ndarray:
+def bubble_kernel(image: np.ndarray, x, y, inner, outer, supersample: float = 1.0,
+                  out=None) -> np.ndarray:
     """Composite white translucent bubbles onto the image.
 
     On a transparent alpha layer, each bubble in turn draws a disk of radius ``outer`` with
@@ -618,11 +761,14 @@ def bubble_kernel(image: np.ndarray, x, y, inner, outer, supersample: float = 1.
         pixel holding the centre of image pixel ``(x, y)``, ``floor((x + 0.5) f)``; each
         image pixel takes the mean alpha over its ``f x f`` area (:func:`_area_mean`, rounded
         half up), and the paste above. The registry uses ``224 / min(H, W)`` below 224 px.
+    out : ndarray, optional
+        Where to write: C-contiguous, writeable uint8 of the image's shape, sharing no memory
+        with it.
 
     Returns
     -------
     ndarray, shape (H, W, C), uint8
-        New array (with ``supersample`` 1, bit-exact with the reference's Pillow drawing and
+        ``out`` if given, else a new array (with ``supersample`` 1, bit-exact with the reference's Pillow drawing and
         paste for the same bubbles).
 
     Raises
@@ -637,11 +783,14 @@ def bubble_kernel(image: np.ndarray, x, y, inner, outer, supersample: float = 1.
     ys = np.ascontiguousarray(y, dtype=np.int64)
     inner = np.ascontiguousarray(inner, dtype=np.int64)
     outer = np.ascontiguousarray(outer, dtype=np.int64)
-    table = _disk_table(np.concatenate([inner, outer]))
+    if out is None:
+        out = np.empty_like(image)
     if f == 1.0:
-        alpha = _bubble_layer(height, width, channels, xs, ys, inner, outer, table,
-                              BUBBLE_RIM_ALPHA, BUBBLE_BODY_ALPHA)
-        return _paste_white(image, alpha.reshape(image.shape))
+        if not _bubbles_pasted(image, xs, ys, inner, outer, _full_disk_table(), out):
+            _bubbles_pasted(image, xs, ys, inner, outer,
+                            _disk_table(np.concatenate([inner, outer])), out)
+        return out
+    table = _disk_table(np.concatenate([inner, outer]))
     fine_x = np.floor((xs + 0.5) * f).astype(np.int64)
     fine_y = np.floor((ys + 0.5) * f).astype(np.int64)
     tile = max(1, int(_BUBBLE_TILE_FINE // f))
@@ -663,10 +812,10 @@ def bubble_kernel(image: np.ndarray, x, y, inner, outer, supersample: float = 1.
             alpha[ty0:ty1, tx0:tx1] = _area_mean(layer.reshape(fy1 - fy0, fx1 - fx0), r_starts,
                                                  r_band, c_starts, c_band)
     return _paste_white(image, np.ascontiguousarray(
-        np.broadcast_to(alpha[:, :, None], image.shape)))
+        np.broadcast_to(alpha[:, :, None], image.shape)), out)
 
 
-BUBBLE = Kind("bubble", bubble_sample, bubble_kernel, random=True)
+BUBBLE = Kind("bubble", bubble_sample, bubble_kernel, random=True, into=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1071,7 +1220,7 @@ def _draw_words_supersampled(rgb, pixels, glyphs, codes, firsts, lengths, x, y, 
 
 
 def characters_kernel(image: np.ndarray, texts, sizes, x, y, colors,
-                      supersample: float = 1.0) -> np.ndarray:
+                      supersample: float = 1.0, out=None) -> np.ndarray:
     """Draw antialiased words with Pillow's bundled font.
 
     The reference draws with ``cv2.putText(img, text, org, FONT_HERSHEY_DUPLEX, scale, colour,
@@ -1105,11 +1254,14 @@ def characters_kernel(image: np.ndarray, texts, sizes, x, y, colors,
         then blend the ink as Pillow does (:func:`_draw_words_supersampled`). The registry
         uses ``224 / min(H, W)`` below 224 px, so small images show the 224 px text as it
         would look shrunk to their size.
+    out : ndarray, optional
+        Where to write: C-contiguous, writeable uint8 of the image's shape, sharing no memory
+        with it.
 
     Returns
     -------
     ndarray, shape (H, W, C), uint8
-        New array.
+        ``out`` if given, else a new array.
 
     Raises
     ------
@@ -1118,8 +1270,12 @@ def characters_kernel(image: np.ndarray, texts, sizes, x, y, colors,
         finite number in [1, 1024] (:data:`MAX_SUPERSAMPLE`).
     """
     f = _check_supersample(supersample)
-    out = np.array(image, dtype=np.uint8, copy=True, order="C")
-    if len(texts):
+    image = np.ascontiguousarray(image, dtype=np.uint8)
+    if out is None:
+        out = np.empty_like(image)
+    if not len(texts):
+        np.copyto(out, image)
+    else:
         joined = "".join(texts)
         if not (joined.isascii() and joined.isprintable()):
             raise ValueError(f"texts must be printable ASCII (codes 32..126), got {texts!r}")
@@ -1131,15 +1287,31 @@ def characters_kernel(image: np.ndarray, texts, sizes, x, y, colors,
         cols = np.asarray(colors, np.uint8)
         if f > 1.0:
             gray = image.shape[2] == 1
+            np.copyto(out, image)
             rgb = to_rgb(out)  # a copy for gray images, out itself for RGB
             _draw_words_supersampled(rgb, atlas.pixels, atlas.glyphs, codes, firsts, lengths,
                                      xs, ys, cols, f)
-            # Pillow's RGB -> L; untouched pixels (R = G = B) map back to themselves
-            return to_gray(rgb) if gray else out
-        draw = _draw_words_gray if image.shape[2] == 1 else _draw_words
-        draw(out, atlas.pixels, atlas.glyphs, codes, firsts, lengths, xs, ys + _BASELINE_SHIFT,
-             cols)
+            if gray:  # Pillow's RGB -> L; untouched pixels (R = G = B) map back to themselves
+                out[...] = to_gray(rgb)
+            return out
+        _copy_and_draw(image, out, atlas.pixels, atlas.glyphs, codes, firsts, lengths, xs,
+                       ys + _BASELINE_SHIFT, cols)
     return out
 
 
-CHARACTERS = Kind("characters", characters_sample, characters_kernel, random=True)
+@numba.njit(**NJIT)
+def _copy_and_draw(image, out, pixels, glyphs, codes, firsts, lengths, x, y,
+                   colors):  # pragma: no cover - compiled
+    """``out`` = ``image`` with the words drawn (:func:`_draw_words`, or
+    :func:`_draw_words_gray` for one channel): the copy and the drawing in one call without
+    the GIL."""
+    src, dst = image.reshape(image.size), out.reshape(out.size)
+    for i in range(src.size):
+        dst[i] = src[i]
+    if out.shape[2] == 1:
+        _draw_words_gray(out, pixels, glyphs, codes, firsts, lengths, x, y, colors)
+    else:
+        _draw_words(out, pixels, glyphs, codes, firsts, lengths, x, y, colors)
+
+
+CHARACTERS = Kind("characters", characters_sample, characters_kernel, random=True, into=True)

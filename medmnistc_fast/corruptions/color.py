@@ -70,23 +70,23 @@ def _sample_factor(param, ctx) -> dict:
     return {"factor": float(param)}
 
 
-def _brightness_kernel(image, *, factor):
+def _brightness_kernel(image, *, factor, out=None):
     # One C++ call: the table of brightness_lut applied to every byte.
-    return _native.brightness(image, float(factor))
+    return _native.brightness(image, float(factor), out=out)
 
 
-def _contrast_kernel(image, *, factor):
+def _contrast_kernel(image, *, factor, out=None):
     # One C++ call: contrast_lut(factor, int(mean luma + 0.5)) applied to every byte.
-    return _native.contrast(image, float(factor))
+    return _native.contrast(image, float(factor), out=out)
 
 
 def _sample_gamma(param, ctx) -> dict:
     return {"gamma": float(param)}
 
 
-def _gamma_kernel(image, *, gamma):
+def _gamma_kernel(image, *, gamma, out=None):
     # One C++ call: the table of gamma_lut applied to every byte.
-    return _native.gamma(image, float(gamma))
+    return _native.gamma(image, float(gamma), out=out)
 
 
 def _sample_shift(param, ctx) -> dict:
@@ -97,7 +97,7 @@ def _saturate_kernel(image, *, shift):
     return hsv_shift_kernel(image, 1, float(shift))
 
 
-BRIGHTNESS = Kind("brightness", _sample_factor, _brightness_kernel, random=False)
-CONTRAST = Kind("contrast", _sample_factor, _contrast_kernel, random=False)
-GAMMA = Kind("gamma", _sample_gamma, _gamma_kernel, random=False)
+BRIGHTNESS = Kind("brightness", _sample_factor, _brightness_kernel, random=False, into=True)
+CONTRAST = Kind("contrast", _sample_factor, _contrast_kernel, random=False, into=True)
+GAMMA = Kind("gamma", _sample_gamma, _gamma_kernel, random=False, into=True)
 SATURATE = Kind("saturate", _sample_shift, _saturate_kernel, random=False)

@@ -320,10 +320,9 @@ def _luma(a, b, c):
 
 
 @numba.njit(inline="always")
-def _impulse_start(image, key):
+def _impulse_start(image, out, key):
     # Prologue of both kernel bodies: the output, flat views of input and output, the element
     # count and the key as uint64.
-    out = np.empty_like(image)
     src = image.reshape(-1)
     return out, src, out.reshape(-1), src.size, np.uint64(key)
 
@@ -340,8 +339,8 @@ def _impulse_fix_elements(src, dst, r16, lo, m, key, c1, c2, t1, f1, t2, f2):
 
 
 @numba.njit(**NJIT)
-def _impulse_elements_body(image, key, t1, f1, t2, f2):
-    out, src, dst, n, k = _impulse_start(image, key)
+def _impulse_elements_body(image, out, key, t1, f1, t2, f2):
+    out, src, dst, n, k = _impulse_start(image, out, key)
     c1, span, c2 = _fast_cuts(t1, t2)
     words = np.empty(_IMP_BLOCK // 4, np.uint64)
     r16 = words.view(np.uint16)
@@ -421,12 +420,12 @@ def _impulse_fix_gray(src, dst, a0, a1, a2, lo, m, key, c1, c2, t1, f1, t2, f2):
 
 
 @numba.njit(**NJIT)
-def _impulse_gray_body(image, key, t1, f1, t2, f2):
+def _impulse_gray_body(image, out, key, t1, f1, t2, f2):
     # Pixel p's three virtual RGB elements are j = 3 p, 3 p + 1, 3 p + 2 (the element stream
     # of the replicated RGB image), combined by Pillow's luma. The three channels' uniforms are
     # generated into separate planes and the outputs computed in two passes (channel values,
     # then luma): both loops vectorise, where one fused loop over interleaved data did not.
-    out, src, dst, n, k = _impulse_start(image, key)
+    out, src, dst, n, k = _impulse_start(image, out, key)
     c1, span, c2 = _fast_cuts(t1, t2)
     nb = _IMP_GRAY_BLOCK
     p0 = np.empty(nb // 4, np.uint64)
@@ -463,19 +462,20 @@ def _impulse_gray_body(image, key, t1, f1, t2, f2):
 
 
 @numba.njit(**NJIT)
-def _impulse_elements(image, key, cuts):
+def _impulse_elements(image, out, key, cuts):
     # Entry points take the cut points as one array (short Numba dispatch) and pass them on
     # as scalars (the loops compiled slower when they read them from the array).
-    return _impulse_elements_body(image, key, np.int64(cuts[0]), cuts[1], np.int64(cuts[2]),
-                                  cuts[3])
+    return _impulse_elements_body(image, out, key, np.int64(cuts[0]), cuts[1],
+                                  np.int64(cuts[2]), cuts[3])
 
 
 @numba.njit(**NJIT)
-def _impulse_gray(image, key, cuts):
-    return _impulse_gray_body(image, key, np.int64(cuts[0]), cuts[1], np.int64(cuts[2]), cuts[3])
+def _impulse_gray(image, out, key, cuts):
+    return _impulse_gray_body(image, out, key, np.int64(cuts[0]), cuts[1], np.int64(cuts[2]),
+                              cuts[3])
 
 
-def impulse(image: np.ndarray, amount: float, key: int) -> np.ndarray:
+def impulse(image: np.ndarray, amount: float, key: int, out=None) -> np.ndarray:
     """Salt and pepper noise with the exact law of :func:`output_law` ``("impulse", amount)``.
 
     Every array element independently becomes 0 (pepper) with probability ``amount / 2``,
@@ -490,10 +490,13 @@ def impulse(image: np.ndarray, amount: float, key: int) -> np.ndarray:
     image : ndarray, shape (H, W, C), uint8, C-contiguous, C >= 1
     amount : float in [0, 1]
     key : int in [0, 2**64)
+    out : ndarray, optional
+        Where to write: C-contiguous, writeable uint8 of the image's shape, sharing no memory
+        with it (not checked).
 
     Returns
     -------
-    ndarray, shape (H, W, C), uint8, newly allocated
+    ndarray, shape (H, W, C), uint8: ``out`` if given, else newly allocated
 
     Notes
     -----
@@ -526,10 +529,11 @@ def impulse(image: np.ndarray, amount: float, key: int) -> np.ndarray:
     hit, i.e. 85 us on average over dermamnist's amounts (0.01 .. 0.17) for RGB.
     """
     fn = _impulse_gray if image.shape[2] == 1 else _impulse_elements
-    return fn(image, np.uint64(key), _cuts_array(float(amount)))
+    return fn(image, np.empty_like(image) if out is None else out, np.uint64(key),
+              _cuts_array(float(amount)))
 
 
-def apply_law(image: np.ndarray, noise: str, param: float, key: int) -> np.ndarray:
+def apply_law(image: np.ndarray, noise: str, param: float, key: int, out=None) -> np.ndarray:
     """Kernel shared by the four noises: sample each element from :func:`output_law`.
 
     Parameters
@@ -545,15 +549,18 @@ def apply_law(image: np.ndarray, noise: str, param: float, key: int) -> np.ndarr
         (``mix``: SplitMix64's finaliser): the high half when ``j`` is even, the low half when
         odd. Impulse noise goes to :func:`impulse` (same counter stream, 16 bits per element, no
         alias table).
+    out : ndarray, optional
+        Where to write: C-contiguous, writeable uint8 of the image's shape, sharing no memory
+        with it.
 
     Returns
     -------
-    ndarray, shape (H, W, C), uint8
+    ndarray, shape (H, W, C), uint8: ``out`` if given, else newly allocated
     """
     if noise == "impulse":
-        return impulse(image, param, key)
+        return impulse(image, param, key, out)
     table = alias_tables(noise, float(param), image.shape[2] == 1)
-    return _native.alias_sample(image, table, int(key))
+    return _native.alias_sample(image, table, int(key), out=out)
 
 
 def _sample_key(param, ctx) -> dict:
@@ -561,12 +568,12 @@ def _sample_key(param, ctx) -> dict:
 
 
 def _kind(noise: str) -> Kind:
-    def kernel(image, *, param, key):
-        return apply_law(image, noise, param, key)
+    def kernel(image, *, param, key, out=None):
+        return apply_law(image, noise, param, key, out)
 
     kernel.__name__ = f"{noise}_noise_kernel"
     kernel.__doc__ = f"{noise} noise kernel: :func:`apply_law` with ``noise={noise!r}``."
-    return Kind(f"{noise}_noise", _sample_key, kernel, random=True)
+    return Kind(f"{noise}_noise", _sample_key, kernel, random=True, into=True)
 
 
 GAUSSIAN_NOISE = _kind("gaussian")
