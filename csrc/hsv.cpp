@@ -84,7 +84,8 @@ std::vector<std::string> hsv_isas() {
     return out;
 }
 
-ImageOut hsv_shift(const ImageIn& image, int channel, double amount, const std::string& isa) {
+ImageOut hsv_shift(const ImageIn& image, int channel, double amount, const std::string& isa,
+                   const py::object& out_arg) {
     const Shape s = image_shape(image, "hsv_shift");
     if (s.c != 1 && s.c != 3) {
         throw std::invalid_argument("hsv_shift: image must have 1 or 3 channels");
@@ -100,7 +101,7 @@ ImageOut hsv_shift(const ImageIn& image, int channel, double amount, const std::
                                         "' is not available here; see _hsv_isas()");
         }
     }
-    ImageOut out = new_image(s);
+    ImageOut out = output_image(s, out_arg, "hsv_shift");
     const std::uint8_t* src = image.data();
     std::uint8_t* dst = out.mutable_data();
     {
@@ -117,10 +118,12 @@ ImageOut hsv_shift(const ImageIn& image, int channel, double amount, const std::
 
 void register_hsv(py::module_& m) {
     m.def("hsv_shift", &hsv_shift, py::arg("image"), py::arg("channel"), py::arg("amount"),
-          py::arg("isa") = "auto",
+          py::arg("isa") = "auto", py::arg("out") = py::none(),
           "Shift one HSV channel (0 = H, 1 = S, 2 = V, amount in [-1, 1]) of a uint8 (H, W, C) "
           "image, C = 1 or 3: scikit-image's float64 rgb2hsv / hsv2rgb bit for bit. isa: "
-          "'auto' or one of _hsv_isas() (every one gives the same bytes).");
+          "'auto' or one of _hsv_isas() (every one gives the same bytes). out: None (new array) "
+          "or a writeable C-contiguous uint8 array of the image's shape, not sharing memory "
+          "with it.");
     m.def("_hsv_isas", &hsv_isas,
           "Instruction sets hsv_shift can use on this CPU and build, best first.");
 }

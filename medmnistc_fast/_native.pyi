@@ -353,12 +353,13 @@ def gamma(
     for :func:`alias_sample`."""
 
 def hsv_shift(
-    image: npt.NDArray[np.uint8], channel: int, amount: float, isa: str = "auto"
+    image: npt.NDArray[np.uint8], channel: int, amount: float, isa: str = "auto",
+    out: npt.NDArray[np.uint8] | None = None,
 ) -> npt.NDArray[np.uint8]:
     """Shift HSV channel ``channel`` (0 H, 1 S, 2 V) by ``amount`` in [-1, 1]: scikit-image's
-    float64 rgb2hsv / hsv2rgb, clip, * 255, truncate, bit for bit; (H, W, 1 or 3) uint8, new
-    array. ``isa``: "auto" or one of :func:`_hsv_isas` (same bytes). ValueError for another
-    shape, channel or an unavailable isa."""
+    float64 rgb2hsv / hsv2rgb, clip, * 255, truncate, bit for bit; (H, W, 1 or 3) uint8, a new
+    array or ``out``. ``isa``: "auto" or one of :func:`_hsv_isas` (same bytes). ValueError for
+    another shape, channel, an unavailable isa or a bad ``out``."""
 
 def _hsv_isas() -> list[str]:
     """Instruction sets hsv_shift can use here, best first ("avx512", "avx2", "baseline")."""

@@ -12,10 +12,10 @@ _PAIRS = [(d, c) for d in registry.TABLES for c in registry.TABLES[d]
 
 def test_into_kinds_cover_the_cheap_kernels():
     # The kinds whose per-image work is a few microseconds: their output copy mattered.
-    names = {k.name for k in KINDS.values() if k.into}
+    names = {k.name for k in KINDS.values() if k.into} | {kind_of(d, c).name for d, c in _PAIRS}
     assert {"brightness", "contrast", "gamma", "black_corner", "stain_deposit", "bubble",
             "characters", "gaussian_noise", "speckle_noise", "impulse_noise",
-            "shot_noise"} <= names
+            "shot_noise", "saturate", "hue"} <= names
 
 
 @pytest.mark.parametrize("dataset,corruption", _PAIRS)
@@ -35,6 +35,7 @@ def test_kernel_into_out_equals_new_array(dataset, corruption, shape):
     lambda img, out: _native.brightness(img, 1.3, out=out),
     lambda img, out: _native.contrast(img, 0.6, out=out),
     lambda img, out: _native.gamma(img, 1.4, out=out),
+    lambda img, out: _native.hsv_shift(img, 0, -0.3, out=out),
     lambda img, out: _native.alias_sample(
         img, np.zeros((256, 256), np.uint32) | np.uint32(0xFFFFFF00), 5, out=out),
 ])

@@ -19,7 +19,7 @@ __all__ = ["HSV_CHANNELS", "hsv_shift_kernel"]
 HSV_CHANNELS = {"h": 0, "hue": 0, "s": 1, "saturation": 1, "v": 2, "value": 2}
 
 
-def hsv_shift_kernel(image: np.ndarray, channel: int, amount: float) -> np.ndarray:
+def hsv_shift_kernel(image: np.ndarray, channel: int, amount: float, out=None) -> np.ndarray:
     """Shift one HSV channel of every pixel of a uint8 ``(H, W, C)`` image (C = 1 or 3).
 
     Per pixel: ``x / 255.0`` -> scikit-image ``rgb2hsv`` (V = max, S = (max - min) / V or 0, H
@@ -43,10 +43,13 @@ def hsv_shift_kernel(image: np.ndarray, channel: int, amount: float) -> np.ndarr
         0 = hue, 1 = saturation, 2 = value.
     amount : float in [-1, 1]
         Added to the channel (unitless, on the channel's [0, 1] scale).
+    out : ndarray, optional
+        Where to write: writeable, C-contiguous uint8 of the image's shape, sharing no memory
+        with it (``Kind.into``).
 
     Returns
     -------
     ndarray, shape (H, W, C), uint8
-        New array.
+        ``out``, or a new array.
     """
-    return _native.hsv_shift(image, int(channel), float(amount))
+    return _native.hsv_shift(image, int(channel), float(amount), out=out)

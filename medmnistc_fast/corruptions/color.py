@@ -93,11 +93,11 @@ def _sample_shift(param, ctx) -> dict:
     return {"shift": float(param)}
 
 
-def _saturate_kernel(image, *, shift):
-    return hsv_shift_kernel(image, 1, float(shift))
+def _saturate_kernel(image, *, shift, out=None):
+    return hsv_shift_kernel(image, 1, float(shift), out=out)
 
 
 BRIGHTNESS = Kind("brightness", _sample_factor, _brightness_kernel, random=False, into=True)
 CONTRAST = Kind("contrast", _sample_factor, _contrast_kernel, random=False, into=True)
 GAMMA = Kind("gamma", _sample_gamma, _gamma_kernel, random=False, into=True)
-SATURATE = Kind("saturate", _sample_shift, _saturate_kernel, random=False)
+SATURATE = Kind("saturate", _sample_shift, _saturate_kernel, random=False, into=True)

@@ -85,19 +85,19 @@ def _sample_amount(param, ctx: Context) -> dict:
     return {"amount": float(param)}
 
 
-def _value_kernel(image, *, amount):
-    return hsv_shift_kernel(image, 2, float(amount))
+def _value_kernel(image, *, amount, out=None):
+    return hsv_shift_kernel(image, 2, float(amount), out=out)
 
 
-def _hue_kernel(image, *, amount):
-    return hsv_shift_kernel(image, 0, float(amount))
+def _hue_kernel(image, *, amount, out=None):
+    return hsv_shift_kernel(image, 0, float(amount), out=out)
 
 
 #: ``brightness`` of the suite: HSV V += .05 .. .25 (both configurations; Zhang et al. 2022).
-HSV_BRIGHTNESS = Kind("brightness", _sample_amount, _value_kernel, random=False)
+HSV_BRIGHTNESS = Kind("brightness", _sample_amount, _value_kernel, random=False, into=True)
 #: ``hue``: HSV H += .02 .. .10 at 96 px, .03 .. .15 at 224 px (Zhang et al. 2022; the 224 px
 #: values from a figure of the paper), cyclic.
-HUE = Kind("hue", _sample_amount, _hue_kernel, random=False)
+HUE = Kind("hue", _sample_amount, _hue_kernel, random=False, into=True)
 
 
 # ---------------------------------------------------------------------------------------------
