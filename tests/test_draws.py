@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from medmnistc_fast import rng
+from medmnistc_fast.corruptions import _draws as D
 from medmnistc_fast.corruptions import artifacts as A
 from medmnistc_fast.corruptions._draws import RANGE_LIMIT, bounded
 from medmnistc_fast.corruptions._spec import Context
@@ -101,7 +102,7 @@ def test_samplers_take_more_words_when_they_run_out(monkeypatch):
         calls.append(n)
         return rng.raw_words(key, 1 if len(calls) == 1 else n)
 
-    monkeypatch.setattr(A, "raw_words", short_then_full)
+    monkeypatch.setattr(D, "raw_words", short_then_full)
     ctx = Context((224, 224, 3), 77, 5)
     _same(A.bubble_sample((17, 25), ctx), _bubble_by_generator((17, 25), ctx))
     assert len(calls) == 2 and calls[1] == 4 * calls[0]

@@ -26,8 +26,9 @@ import numba
 import numpy as np
 
 from .._config import NJIT
+from ..rng import raw_words
 
-__all__ = ["bounded", "RANGE_LIMIT"]
+__all__ = ["bounded", "RANGE_LIMIT", "with_words"]
 
 #: Ranges ``high - low`` must stay below this (NumPy's 32-bit path, ``rng < 2**32 - 1``).
 RANGE_LIMIT = 2**32 - 1
@@ -68,3 +69,19 @@ def bounded(words, pos, low, high):  # pragma: no cover - compiled
             pos += 1
             leftover = m & _LOW32
     return low + np.int64(m >> np.uint64(32)), pos
+
+
+def with_words(draw, key: int, n_draws: int, *args) -> tuple:
+    """``draw(raw_words(key, m), *args)`` without its leading ``pos``, with enough words.
+
+    ``draw`` is a compiled sampler returning ``(pos, ...)``, ``pos`` -1 when the words ran out.
+    It first gets the words for ``n_draws`` 32-bit draws plus 16 spare (rejections are rare),
+    then four times as many for as long as it runs out; every attempt starts from the same
+    stream, so the result does not depend on the first ``m``.
+    """
+    m = (n_draws + 1) // 2 + 8
+    while True:
+        result = draw(raw_words(key, m), *args)
+        if result[0] >= 0:
+            return result[1:]
+        m *= 4

@@ -43,8 +43,8 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from .._config import NJIT
-from ..rng import generator, raw_words
-from ._draws import RANGE_LIMIT, bounded
+from ..rng import generator
+from ._draws import RANGE_LIMIT, bounded, with_words
 from ._spec import Context, Kind, to_gray, to_rgb
 
 __all__ = [
@@ -431,13 +431,8 @@ def stain_deposit_sample(param, ctx: Context) -> dict:
     y_lo, y_hi = _stain_range(height, side, margin)
     if (0 <= max_marks <= _FAST_MAX_COUNT and 0 <= x_lo and 0 <= y_lo
             and max(x_hi - x_lo, y_hi - y_lo, max_marks) < RANGE_LIMIT):
-        n_words = (1 + 3 * max_marks) // 2 + 8  # 1 + 3 n draws; rejections are rare
-        while True:
-            pos, ink, x, y = _stain_draws(raw_words(ctx.key, n_words), max_marks, x_lo, x_hi,
-                                          y_lo, y_hi)
-            if pos >= 0:
-                break
-            n_words *= 4
+        ink, x, y = with_words(_stain_draws, ctx.key, 1 + 3 * max_marks, max_marks, x_lo,
+                               x_hi, y_lo, y_hi)
     else:  # out of the fast path's ranges: the definition, one Generator call per quantity
         ink, x, y = _stain_generator_draws(ctx.key, max_marks, width, height, side, margin)
     return {"ink_side": ink_side, "side": side, "ink": ink, "x": x, "y": y}
@@ -653,14 +648,9 @@ def bubble_sample(param, ctx: Context) -> dict:
     r_hi = max(BUBBLE_MIN_RADIUS, max_radius)
     if (0 <= max_bubbles <= _FAST_MAX_COUNT and r_hi - BUBBLE_MIN_RADIUS < RANGE_LIMIT
             and max(height, width) < RANGE_LIMIT // 2 and math.isfinite(s)):
-        n_words = (1 + 3 * max_bubbles) // 2 + 8  # 1 + 3 n draws; rejections are rare
-        while True:
-            pos, r, fine_outer, inner, outer, x, y = _bubble_draws(
-                raw_words(ctx.key, n_words), min(BUBBLE_MIN_COUNT, max_bubbles), max_bubbles,
-                r_hi, s, width, height)
-            if pos >= 0:
-                break
-            n_words *= 4
+        r, fine_outer, inner, outer, x, y = with_words(
+            _bubble_draws, ctx.key, 1 + 3 * max_bubbles, min(BUBBLE_MIN_COUNT, max_bubbles),
+            max_bubbles, r_hi, s, width, height)
     else:  # out of the fast path's ranges: the definition, one Generator call per quantity
         r, fine_outer, inner, outer, x, y = _bubble_generator_draws(
             ctx.key, max_bubbles, r_hi, s, width, height)
