@@ -255,29 +255,3 @@ def test_jpeg_memory_file_does_not_keep_huge_images():
     with ThreadPoolExecutor(1) as ex:
         kept_small, kept_big = ex.submit(sizes).result()
     assert 0 < kept_small <= digital._MEMORY_FILE_KEEP and kept_big == 0
-
-
-def test_jpeg_direct_codec_in_use_and_its_fallback(monkeypatch):
-    """The encoder arguments of the direct JPEG path are Pillow's own (checked against
-    Image.save at first use): on this Pillow both modes take it. When the check cannot be made
-    (here: Pillow's private _getencoder failing), the kernel uses Image.save and
-    Image.frombytes, with the same bytes."""
-    from medmnistc_fast.corruptions import digital
-
-    assert digital._jpeg_args("L", 20) is not None
-    assert digital._jpeg_args("RGBX", 20) is not None
-    rng = np.random.default_rng(4)
-    images = [rng.integers(0, 256, (41, 67, 3), dtype=np.uint8),
-              rng.integers(0, 256, (30, 20), dtype=np.uint8)]
-    want = [ref_jpeg(Image.fromarray(img), 33) for img in images]
-
-    def broken(*args, **kwargs):
-        raise RuntimeError("no private encoder access")
-
-    monkeypatch.setattr(digital, "_JPEG_ARGS", {})
-    monkeypatch.setattr(Image, "_getencoder", broken)
-    assert digital._jpeg_args("L", 33) is None and digital._jpeg_args("RGBX", 33) is None
-    monkeypatch.undo()  # Image.save needs the real _getencoder; the None entries stay cached
-    monkeypatch.setattr(digital, "_JPEG_ARGS", {("L", 33): None, ("RGBX", 33): None})
-    for img, expected in zip(images, want):
-        assert np.array_equal(mf.functional.jpeg_compression(img, 33), expected)

@@ -244,10 +244,8 @@ def _sample_quality(param, ctx) -> dict:
 _JPEG_SINKS = threading.local()
 
 
-def _jpeg_encode(pil: Image.Image, quality: int, args=None):
-    """Pillow's JPEG encoding of ``pil`` at ``quality`` (a bytes-like object); with ``args``
-    (:func:`_jpeg_args`), straight through Pillow's encoder (:func:`_jpeg_encode_direct`),
-    else through ``Image.save``.
+def _jpeg_encode(pil: Image.Image, quality: int):
+    """Pillow's JPEG encoding of ``pil`` at ``quality`` (a bytes-like object).
 
     Pillow's encoder holds the GIL while it writes into an in-memory buffer (``io.BytesIO``)
     but releases it while it writes to a file descriptor (its ``encode_to_file`` path). So
@@ -273,131 +271,16 @@ def _jpeg_encode(pil: Image.Image, quality: int, args=None):
             else:
                 _JPEG_SINKS.file = sink
     if sink is None:
-        if args is not None:
-            return _jpeg_encode_direct(pil, args, None)
         buf = io.BytesIO()
         pil.save(buf, format="JPEG", quality=quality)
         return buf.getbuffer()
     sink.seek(0)
-    if args is not None:
-        size = _jpeg_encode_direct(pil, args, sink.fileno())
-    else:
-        pil.save(sink, format="JPEG", quality=quality)
-        size = sink.tell()
+    pil.save(sink, format="JPEG", quality=quality)
+    size = sink.tell()
     data = os.pread(sink.fileno(), size, 0)
     if size > _MEMORY_FILE_KEEP:  # a huge image's JPEG is not kept for the thread's life
         sink.truncate(0)
     return data
-
-
-def _jpeg_encode_direct(pil: Image.Image, args: tuple, fd):
-    """``pil.save(..., format="JPEG", quality=q)`` without ``Image.save``'s and the JPEG plugin's
-    Python: the encoder Pillow's JPEG plugin makes (``Image._getencoder(mode, "jpeg", rawmode,
-    encoderconfig)``, ``args = (rawmode, encoderconfig, bufsize)`` from :func:`_jpeg_args`) run as
-    ``ImageFile._save`` runs it. With ``fd`` (a file descriptor at offset 0) the encoder writes
-    there with the GIL released (``encode_to_file``) and the byte count is returned; without,
-    the bytes. About 7 us of Python holding the GIL less per 224 px image."""
-    rawmode, config, bufsize = args
-    bufsize = max(bufsize, pil.size[0] * 4)  # as ImageFile._save
-    encoder = Image._getencoder(pil.mode, "jpeg", rawmode, config)
-    try:
-        encoder.setimage(pil.im, (0, 0) + pil.size)
-        if fd is None:
-            chunks = []
-            while True:
-                errcode, data = encoder.encode(bufsize)[1:]
-                chunks.append(data)
-                if errcode:
-                    break
-        else:
-            errcode = encoder.encode_to_file(fd, bufsize)
-        if errcode < 0:
-            raise OSError(f"encoder error {errcode} when writing image file")
-    finally:
-        encoder.cleanup()
-    return b"".join(chunks) if fd is None else os.lseek(fd, 0, os.SEEK_CUR)
-
-
-def _jpeg_decode(data, mode: str, size: tuple, direct: bool) -> Image.Image:
-    """``Image.frombytes(mode, size, data, "jpeg", mode, "")``; with ``direct``, the same steps
-    without its wrappers (the pixels of a new zero image decoded in place by the decoder
-    ``Image._getdecoder(mode, "jpeg", (mode, ""))``, the same checks of its status)."""
-    if not direct:
-        return Image.frombytes(mode, size, data, "jpeg", mode, "")
-    core = Image.core.fill(mode, size, 0)
-    decoder = Image._getdecoder(mode, "jpeg", (mode, ""))
-    decoder.setimage(core, (0, 0) + size)
-    status = decoder.decode(data)
-    if status[0] >= 0:
-        raise ValueError("not enough image data")
-    if status[1] != 0:
-        raise ValueError("cannot decode image data")
-    return _mapped_image(core, mode, size, 0)
-
-
-_JPEG_ARGS: dict = {}
-
-
-def _jpeg_args(mode: str, quality: int):
-    """The encoder arguments ``(rawmode, encoderconfig, bufsize)`` of :func:`_jpeg_encode_direct`
-    for ``mode`` ("L" or "RGBX") and ``quality``, or None (use ``Image.save``).
-
-    Taken from Pillow itself: the ``encoderconfig`` its JPEG plugin sets on an image it saves
-    with ``quality=`` only, its raw mode (``JpegImagePlugin.RAWMODE``) and ``ImageFile``'s buffer
-    size, on a small probe image, once per process and (mode, quality). Then checked: for two
-    probe images, the direct encoding must give ``Image.save``'s bytes (through a buffer and
-    through a file descriptor) and the direct decoding ``Image.frombytes``'s pixels; on any
-    difference or error (another Pillow), None.
-    """
-    key = (mode, quality)
-    args = _JPEG_ARGS.get(key, False)
-    if args is False:
-        args = None
-        try:
-            from PIL import ImageFile, JpegImagePlugin
-
-            probes = []
-            for h, w in ((13, 21), (40, 17)):
-                c = 1 if mode == "L" else 3
-                arr = ((np.arange(h * w * c).reshape(h, w, c) * 37) % 251).astype(np.uint8)
-                probes.append(to_pil(arr) if c == 1 else Image.frombuffer(
-                    "RGBX", (w, h), _native.rgbx_pixels(arr), "raw", "RGBX", 0, 1))
-            buf = io.BytesIO()
-            probes[0].save(buf, format="JPEG", quality=quality)
-            config = probes[0].encoderconfig
-            if not (config[0] == quality and not config[1] and not config[3]):
-                raise ValueError("unexpected JPEG encoder configuration")  # progressive/optimize
-            # The plugin's buffer size without optimize / progressive (its markers), raised
-            # to ImageFile's MAXBLOCK (and to 4 bytes per column, per image, by the encoder).
-            comment, extra, exif = config[11], config[12], config[13]
-            bufsize = max(ImageFile.MAXBLOCK, len(exif) + 5, len(extra), len(comment or b"") + 5)
-            candidate = (JpegImagePlugin.RAWMODE[mode], config, bufsize)
-            ok = True
-            for probe in probes:
-                buf = io.BytesIO()
-                probe.save(buf, format="JPEG", quality=quality)
-                want = buf.getvalue()
-                fd = os.memfd_create("medmnistc_fast-jpeg-check", os.MFD_CLOEXEC) \
-                    if _HAS_MEMFD else None
-                try:
-                    via_fd = want
-                    if fd is not None:
-                        n = _jpeg_encode_direct(probe, candidate, fd)
-                        via_fd = os.pread(fd, n, 0)
-                finally:
-                    if fd is not None:
-                        os.close(fd)
-                decoded_mode = "RGB" if mode == "RGBX" else mode
-                ok = ok and (_jpeg_encode_direct(probe, candidate, None) == want == via_fd
-                             and _jpeg_decode(want, decoded_mode, probe.size, True).tobytes()
-                             == Image.frombytes(decoded_mode, probe.size, want, "jpeg",
-                                                decoded_mode, "").tobytes())
-            if ok:
-                args = candidate
-        except Exception:  # noqa: BLE001 - any failure: Image.save and Image.frombytes
-            args = None
-        _JPEG_ARGS[key] = args
-    return args
 
 
 _HAS_MEMFD = hasattr(os, "memfd_create")
@@ -432,9 +315,8 @@ def _jpeg_kernel(image, *, quality):
     else:
         pil = to_pil(image)
         mode = pil.mode
-    args = _jpeg_args(pil.mode, int(quality))
-    encoded = _jpeg_encode(pil, int(quality), args)
-    decoded = _jpeg_decode(encoded, mode, (w, h), args is not None)
+    encoded = _jpeg_encode(pil, int(quality))
+    decoded = Image.frombytes(mode, (w, h), encoded, "jpeg", mode, "")
     return from_pil(decoded, c)
 
 
