@@ -162,11 +162,12 @@ def check_path(value, name: str, kind: str = "") -> str:
 
 
 def reject_masked(arr, name: str, why: str = "the corruptions have no notion of a mask",
-                  fix: str = "") -> None:
+                  fix: str = "", want: str = "a plain numpy.ndarray") -> None:
     """TypeError naming ``name`` if ``arr`` is a masked array (its mask would be silently
-    ignored); ``why`` says why, ``fix`` adds a remedy to ``.filled(value)`` / ``.data``."""
+    ignored); ``why`` says why, ``fix`` adds a remedy to ``.filled(value)`` / ``.data``,
+    ``want`` says what ``name`` must be."""
     if isinstance(arr, np.ma.MaskedArray):
-        raise TypeError(f"{name} must be a plain numpy.ndarray, not a masked array: {why}; pass "
+        raise TypeError(f"{name} must be {want}, not a masked array: {why}; pass "
                         f"{name}.filled(value) or {name}.data{fix}")
 
 

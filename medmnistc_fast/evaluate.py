@@ -22,7 +22,8 @@ Conventions
   and multi-label scores outside ``[0, 1]`` under a probability threshold (logits, see
   :func:`balanced_accuracy`).
 - Array arguments are array_like; a masked array is a ``TypeError`` (``np.asarray`` would drop its mask
-  and the metrics would count the masked entries).
+  and the metrics would count the masked entries), and so is one given as a threshold or a scalar error
+  (``np.ma.masked`` and 0-d masked arrays: ``float()`` would read a masked value as NaN).
 - A metric whose denominator is zero raises ``ValueError`` naming the argument that makes it zero; no
   function returns NaN or infinity.
 
@@ -116,8 +117,13 @@ def _is_real_scalar(x: Any) -> bool:
     return isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "iuf"
 
 
+#: Why a masked scalar or threshold is refused (float() reads a masked value as NaN with a warning).
+_MASKED_SCALAR = "its mask would be ignored, or a masked value read as NaN"
+
+
 def _check_unit_scalar(x: Any, name: str) -> float:
     """A real number in [0, 1] (an error rate)."""
+    reject_masked(x, name, why=_MASKED_SCALAR, want="a real number in [0, 1]")
     if not _is_real_scalar(x):
         raise TypeError(f"{name} must be a real number in [0, 1]; got {type(x).__name__}")
     value = to_float(x)
@@ -212,6 +218,8 @@ def _check_threshold(threshold: Any, task: str, n_labels: int) -> Union[float, n
     """``None`` for argmax tasks (threshold ignored), a float for binary, ``(L,)`` float64 for multi-label."""
     if task not in (_BINARY, _MULTI_LABEL):
         return None
+    reject_masked(threshold, "threshold", why=_MASKED_SCALAR,
+                  want="a real number or a sequence of real numbers")
     if _is_real_scalar(threshold):
         value = to_float(threshold)
         if not np.isfinite(value):  # +-inf would make a report that to_json cannot write
@@ -246,11 +254,19 @@ def _warn_if_not_probabilities(scores: Mapping[str, np.ndarray], thr: Union[floa
         return
     for name, s in scores.items():
         if s.size and (s.min() < 0 or s.max() > 1):
-            warnings.warn(f"{name} has values outside [0, 1] (min {float(s.min()):.4g}, max {float(s.max()):.4g}) "
+            warnings.warn(f"{name} has values outside [0, 1] (min {_bound_text(s.min())}, max {_bound_text(s.max())}) "
                           f"but the threshold is a probability ({_threshold_text(thr)}): predictions are "
                           f"score > threshold, so logits need a sigmoid first (or pass threshold=0 for "
                           f"logits)", UserWarning, stacklevel=stacklevel + 1)
             return
+
+
+def _bound_text(v: Any) -> str:
+    """``v`` with 4 significant digits, or in full where rounding would carry it into or out of [0, 1]
+    (a max of 1 + 2.2e-16 is not shown as 1)."""
+    v = float(v)
+    short = f"{v:.4g}"
+    return short if (0.0 <= float(short) <= 1.0) == (0.0 <= v <= 1.0) else repr(v)
 
 
 def _threshold_text(thr: Union[float, np.ndarray]) -> str:
@@ -337,7 +353,7 @@ def balanced_accuracy(y_true: Any, y_score: Any, task: str, threshold: Threshold
     ------
     TypeError
         If ``task`` is not a str, the labels or scores are a masked array or have a non-numeric dtype, or
-        ``threshold`` has the wrong type.
+        ``threshold`` has the wrong type (a masked array included).
     ValueError
         If ``task`` is unknown; if shapes are wrong or disagree (row counts, label columns); if labels are
         negative, non-integral, not 0/1 where required, or not below the number of score columns; if
@@ -367,12 +383,18 @@ def balanced_accuracy(y_true: Any, y_score: Any, task: str, threshold: Threshold
     >>> round(balanced_accuracy(y, scores, "multi-class"), 6)
     0.555556
     """
+    return _balanced_accuracy(y_true, y_score, task, threshold, stacklevel=3)
+
+
+def _balanced_accuracy(y_true: Any, y_score: Any, task: Any, threshold: Any, stacklevel: int) -> float:
+    """:func:`balanced_accuracy`. With ``stacklevel=3`` its warning names the line that called the public
+    function (balanced_accuracy or balanced_error) that called this one."""
     task = _check_task(task)
     y = _check_labels(y_true, task, "y_true")
     s = _check_scores(y_score, task, y.shape[0], "y_score")
     _check_label_range(y, s, task, "y_true", "y_score")
     thr = _check_threshold(threshold, task, y.shape[1] if y.ndim == 2 else 1)
-    _warn_if_not_probabilities({"y_score": s}, thr, stacklevel=2)
+    _warn_if_not_probabilities({"y_score": s}, thr, stacklevel=stacklevel)
     return _ba_kernel(y, s, task, thr)
 
 
@@ -400,7 +422,7 @@ def balanced_error(y_true: Any, y_score: Any, task: str, threshold: Threshold = 
     ----------
     .. [1] Di Salvo, Doerrich, Ledig, "MedMNIST-C", arXiv:2406.17536, 2024.
     """
-    return 1.0 - balanced_accuracy(y_true, y_score, task, threshold)
+    return 1.0 - _balanced_accuracy(y_true, y_score, task, threshold, stacklevel=3)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -1120,7 +1142,7 @@ def relative_corruption_error(
     Raises
     ------
     TypeError
-        If ``errors`` is not real-valued or ``clean_error`` is not a real number.
+        If ``errors`` is not real-valued or ``clean_error`` is not a real number (either a masked array).
     ValueError
         As :func:`corruption_error`; if ``clean_error`` is outside ``[0, 1]``; if ``form`` is unknown; with
         ``form="ratio"`` and ``clean_error == 0`` (a perfect clean model: the ratio is undefined, use the

@@ -160,6 +160,42 @@ def test_masked_arrays_are_refused(call, arg):
     assert np.array_equal(a.data, before.data) and np.array_equal(a.mask, before.mask)
 
 
+def test_logits_warning_names_the_users_line():
+    # balanced_error calls balanced_accuracy: its warning pointed at that line of evaluate.py
+    y, logits = [0, 1, 1, 0], np.array([-2.0, 0.3, 1.5, -0.1])
+    for fn in (ev.balanced_accuracy, ev.balanced_error):
+        with pytest.warns(UserWarning, match="outside") as rec:
+            fn(y, logits, BINARY)
+        assert [w.filename for w in rec] == [__file__], fn.__name__
+
+
+def test_logits_warning_shows_a_bound_that_rounds_into_the_unit_interval():
+    # 1 + 2**-52 with 4 significant digits reads "1", which does not say what is outside [0, 1]
+    with pytest.warns(UserWarning, match=r"\(min 0, max 1\.0000000000000002\)"):
+        ev.balanced_accuracy([0, 1], [0.0, 1.0 + 2.0**-52], BINARY)
+    with pytest.warns(UserWarning, match=r"\(min -1e-300, max 0\.9\)"):
+        ev.balanced_accuracy([0, 1], [-1e-300, 0.9], BINARY)
+
+
+@pytest.mark.parametrize("value", [np.ma.masked, np.ma.array(0.5, mask=True), np.ma.array(0.5)])
+def test_masked_scalars_are_refused(value):
+    # float() read a masked 0-d array as NaN (with a warning) and the error said "got nan"; an
+    # unmasked one passed with its mask dropped like the masked arrays the module refuses
+    y, s = [0, 1, 1, 0], [0.1, 0.9, 0.8, 0.2]
+    with pytest.raises(TypeError, match=r"^threshold must be a real number or a sequence of real numbers, "
+                                        r"not a masked array"):
+        ev.balanced_accuracy(y, s, BINARY, threshold=value)
+    with pytest.raises(TypeError, match=r"^threshold must be .*not a masked array"):
+        ev.evaluate_robustness("breastmnist", y, s, {"pixelate": np.tile(s, 5)}, threshold=value)
+    with pytest.raises(TypeError, match=r"^clean_error must be a real number in \[0, 1\], not a masked array"):
+        ev.relative_corruption_error([0.1, 0.2], value)
+    for baseline in ({"clean_error": value, "errors": {"pixelate": 0.3}},
+                     {"clean_error": 0.1, "errors": {"pixelate": value}}):
+        with pytest.raises(TypeError, match=r"^baseline\['(clean_error|errors)'\].* must be a real number in "
+                                            r"\[0, 1\], not a masked array"):
+            ev.evaluate_robustness("breastmnist", y, s, {"pixelate": np.tile(s, 5)}, baseline=baseline)
+
+
 def test_report_warns_once_for_logits_in_any_score_array():
     clean = np.array([0.1, 0.9, 0.8, 0.2])
     bad = np.concatenate([clean] * 4 + [np.array([0.1, 4.0, 0.8, 0.2])])
