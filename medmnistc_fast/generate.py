@@ -568,8 +568,9 @@ def _open_array_input(dataset: str, split: str, images, labels) -> _Input:
 
 
 # ------------------------------------------------------------------------------ folder input
-def _scan_folder(folder) -> tuple:
-    """``(root, classes, rel, labels)`` of an image folder; structure errors raise."""
+def _scan_folder(folder, warn: bool = True) -> tuple:
+    """``(root, classes, rel, labels)`` of an image folder; structure errors raise. With
+    ``warn``, a UserWarning names the entries skipped (not images generate reads)."""
     root = os.path.abspath(check_path(folder, "folder", "folder"))
     if not os.path.exists(root):
         raise FileNotFoundError(f"image folder not found: {root}")
@@ -608,7 +609,7 @@ def _scan_folder(folder) -> tuple:
                              f"({', '.join(IMAGE_EXTENSIONS)}, any case): add images or remove it")
         rel.extend(f"{c}/{n}" for n in names)
         labels.extend([k] * len(names))
-    if skipped:
+    if skipped and warn:
         shown = ", ".join(skipped[:5]) + (", ..." if len(skipped) > 5 else "")
         warnings.warn(f"{len(skipped)} entries of {root} and its class folders are not images "
                       f"generate reads ({', '.join(IMAGE_EXTENSIONS)}, any case) and were "
@@ -709,7 +710,8 @@ def folder_suite(folder) -> tuple:
     """The pathology suite for an image folder, from its first image: ``(suite, (H, W))``.
 
     Reads the folder's listing and the first image's header only (see :func:`generate` for the
-    folder layout). ``suite`` is :func:`medmnistc_fast.corruptions.pathology.suite_for_size`
+    folder layout); entries that are not images are skipped without the warning
+    :func:`generate` gives about them. ``suite`` is :func:`medmnistc_fast.corruptions.pathology.suite_for_size`
     of ``(H, W)``: ``"pathology96"`` up to 160 px, ``"pathology224"`` above.
 
     Parameters
@@ -729,7 +731,9 @@ def folder_suite(folder) -> tuple:
     FileNotFoundError, ValueError
         As in :func:`generate` for the folder structure and the first image.
     """
-    root, _, rel, _ = _scan_folder(folder)
+    # generate, which reads the folder next, names the skipped entries (the command line
+    # showed its warning twice for --dataset pathology)
+    root, _, rel, _ = _scan_folder(folder, warn=False)
     path = _row_path(root, rel[0])
     with open(path, "rb") as f:
         hw = _probe_image(path, f.read())

@@ -186,6 +186,23 @@ def test_workers_byte_identical_and_auto_suite(folder, reference, tmp_path, caps
     assert tree(tmp_path) == tree(reference)
 
 
+def test_auto_suite_names_skipped_entries_once(tmp_path, capsys):
+    # --dataset pathology reads the folder twice (folder_suite, then generate): the warning about
+    # the README was printed twice
+    root = tmp_path / "in"
+    for k, cls in enumerate(CLASSES):
+        (root / cls).mkdir(parents=True)
+        Image.fromarray(tiles()[k]).save(root / cls / "x.png")
+    (root / "README.txt").write_text("patches from slide 3")
+    assert main(["generate", "--dataset", "pathology", "--from-folder", str(root),
+                 "--out", str(tmp_path / "out"), "--corruptions", "pixelate", "--severities", "1",
+                 "--workers", "1", "--quiet"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert [ln for ln in lines if "warning" in ln] == [
+        f"medmnistc-fast: warning: 1 entries of {root} and its class folders are not images "
+        f"generate reads (.png, .jpg, .jpeg, .tif, .tiff, any case) and were skipped: README.txt"]
+
+
 def test_resume_after_deleting_a_file(folder, reference, tmp_path, capsys):
     root, _ = folder
     out = tmp_path / "out"
