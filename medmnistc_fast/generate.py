@@ -2173,7 +2173,8 @@ def load_images(dataset: str, lo: int = 0, hi: int | None = None, *, root=None,
     ValueError
         Unknown ``dataset`` or ``split``; ``root`` with ``sample=True``; ``lo`` negative;
         ``hi`` below ``lo`` or beyond the split's image count; ``size`` below 8 (or above 4096
-        for the sample); a damaged input file.
+        for the sample); ``sample_n`` images of ``size`` beyond the sample's 4 GiB
+        (:func:`medmnistc_fast.sample.check_sample_shape`); a damaged input file.
     """
     dataset = _single_dataset(dataset)
     size = _check_int(size, "size", 8)
@@ -2184,7 +2185,12 @@ def load_images(dataset: str, lo: int = 0, hi: int | None = None, *, root=None,
         raise ValueError("pass one input: root= (MedMNIST+ files) or sample=True")
     lo = _check_int(lo, "lo", 0)
     hi = lo + 1 if hi is None else _check_int(hi, "hi", lo)
-    inp = (_open_sample_input(dataset, split, size, _check_int(sample_n, "sample_n", 1))
+    if sample:  # the bounds of sample_images, named as this function's arguments
+        from .sample import check_sample_shape
+
+        sample_n = check_sample_shape(_check_int(sample_n, "sample_n", 1), size,
+                                      registry.RGB[dataset], "sample_n")[0]
+    inp = (_open_sample_input(dataset, split, size, sample_n)
            if sample else _open_file_input(dataset, split, size, root))
     if hi > inp.n:
         raise ValueError(f"index out of range: the {split} split of {dataset} has {inp.n} "

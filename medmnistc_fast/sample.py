@@ -126,11 +126,13 @@ def check_sample_shape(n, size, rgb: bool, n_name: str = "n") -> tuple:
         Out of range, or the array would exceed :data:`MAX_BYTES`.
     """
     n, size = check_int(n, n_name, 0), check_int(size, "size", 8, MAX_SIZE)
-    nbytes = n * size * size * (3 if rgb else 1)
-    if nbytes > MAX_BYTES:
-        raise ValueError(f"{n_name} x size x size x channels must be at most {MAX_BYTES} bytes "
-                         f"(4 GiB; the sample repeats its 15 colour and 20 gray crops); got "
-                         f"{n_name}={n}, size={size}: {nbytes / 2 ** 30:.3g} GiB")
+    per_image = size * size * (3 if rgb else 1)
+    if n * per_image > MAX_BYTES:
+        # starts with the name, which the command line shows as its flag (--sample-n)
+        raise ValueError(f"{n_name} must be at most {MAX_BYTES // per_image} for {size} x {size} "
+                         f"px {'RGB' if rgb else 'gray'} images ({n_name} x size x size x "
+                         f"channels at most {MAX_BYTES} bytes, 4 GiB; the sample repeats its 15 "
+                         f"colour and 20 gray crops); got {n}: {n * per_image / 2 ** 30:.3g} GiB")
     return n, size
 
 

@@ -374,6 +374,11 @@ def test_missing_file_message_and_no_traceback(tmp_path):
      r"^medmnistc-fast: error: --size must be an int >= 8; got 5$"),
     (["generate", "--dataset", "pathmnist", "--sample", "--severities", "0,6", "--out", "x"],
      r"^medmnistc-fast: error: --severities must hold ints in 1\.\.5; got 0$"),
+    # the sample's 4 GiB bound: preview's message said "n" and neither named the flag
+    (["generate", "--dataset", "pathmnist", "--sample", "--sample-n", "100000", "--out", "x"],
+     r"^medmnistc-fast: error: --sample-n must be at most 28532 for 224 x 224 px RGB images "),
+    (["preview", "--dataset", "pathmnist", "--sample", "--sample-n", "100000", "--out", "x.png"],
+     r"^medmnistc-fast: error: --sample-n must be at most 28532 for 224 x 224 px RGB images "),
 ])
 def test_usage_errors(tmp_path, capsys, argv, msg, monkeypatch):
     # Exit status 2 alone does not say which check fired (argparse and every validation use it):

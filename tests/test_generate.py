@@ -735,7 +735,7 @@ def test_bad_argument_types(root, tmp_path, kwargs, msg):
     # sample_images' bound, named as generate's argument (was NumPy's "Maximum allowed
     # dimension exceeded")
     ({"sample": True, "sample_n": 10 ** 30, "workers": 1}, ValueError,
-     r"^sample_n x size x size x channels must be at most"),
+     r"^sample_n must be at most \d+ for 32 x 32 px gray images \(sample_n x size x size"),
 ])
 def test_bad_input_and_scheduler_types(tmp_path, kwargs, exc, msg):
     args = dict(size=SIZE, sample_n=2, corruptions="pixelate")

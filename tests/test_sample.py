@@ -53,16 +53,20 @@ def test_sample_split_layout():
     (10 ** 12, 224, False),         # was a MemoryError (smaller n: minutes of resampling)
 ])
 def test_sample_images_too_large(n, size, rgb):
-    with pytest.raises(ValueError, match=r"^n x size x size x channels must be at most 4294967296"):
+    per_image = size * size * (3 if rgb else 1)
+    with pytest.raises(ValueError, match=rf"^n must be at most {2**32 // per_image} for {size} x "
+                                         rf"{size} px {'RGB' if rgb else 'gray'} images \(n x size "
+                                         r"x size x channels at most 4294967296 bytes"):
         sample_images(n, size, rgb=rgb)
 
 
 def test_sample_size_bound_is_inclusive_and_per_channel():
     from medmnistc_fast.sample import MAX_BYTES, check_sample_shape
     assert check_sample_shape(MAX_BYTES // 64, 8, False) == (MAX_BYTES // 64, 8)
-    with pytest.raises(ValueError, match="n="):
+    with pytest.raises(ValueError, match=rf"^n must be at most {MAX_BYTES // 64} .*got "
+                                         rf"{MAX_BYTES // 64 + 1}: "):
         check_sample_shape(MAX_BYTES // 64 + 1, 8, False)   # one image beyond the bound
-    with pytest.raises(ValueError, match="n="):
+    with pytest.raises(ValueError, match=rf"^n must be at most {MAX_BYTES // 192} for 8 x 8 px RGB"):
         check_sample_shape(MAX_BYTES // 64, 8, True)   # three channels: three times the bytes
 
 
