@@ -161,6 +161,17 @@ def check_path(value, name: str, kind: str = "") -> str:
     return os.path.expanduser(path)
 
 
+def check_folder(value, name: str) -> str:
+    """:func:`check_path` for a folder argument; also a ValueError naming ``name`` for ``''``,
+    which ``os.path`` would read as the working directory (an unset shell variable in
+    ``--from-folder "$DIR"`` scanned whatever folder the command ran in)."""
+    path = check_path(value, name, "folder")
+    if not path:
+        raise ValueError(f"{name} must name a folder; got '' (use '.' for the working "
+                         f"directory)")
+    return path
+
+
 def reject_masked(arr, name: str, why: str = "the corruptions have no notion of a mask",
                   fix: str = "", want: str = "a plain numpy.ndarray") -> None:
     """TypeError naming ``name`` if ``arr`` is a masked array (its mask would be silently

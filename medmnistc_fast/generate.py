@@ -117,8 +117,8 @@ from ._fileio import tmp_name as _tmp_name
 from ._fileio import write_text_atomic as _write_text_atomic
 from ._cpus import available_cpus
 from ._version import __version__
-from ._validation import (_fmt_choices, as_hwc, check_dataset, check_path, missing_extra,
-                          reject_masked)
+from ._validation import (_fmt_choices, as_hwc, check_dataset, check_folder, check_path,
+                          missing_extra, reject_masked)
 from ._validation import defined_elsewhere, unknown_corruption_message
 from ._validation import check_int as _check_int
 from .datasets import MANIFEST_GENERATOR, SPLITS, folder_name
@@ -174,9 +174,9 @@ def input_path(root, dataset: str, size: int) -> str:
     """Path of a MedMNIST+ file: ``{root}/{flag}.npz`` at 28 px, ``{root}/{flag}_{size}.npz`` else.
 
     ``~`` in ``root`` is expanded; None means :data:`DEFAULT_ROOT`. TypeError naming ``root``
-    if it is neither None, a str nor an os.PathLike.
+    if it is neither None, a str nor an os.PathLike; ValueError if it is ``''``.
     """
-    root = check_path(DEFAULT_ROOT if root is None else root, "root", "folder")
+    root = check_folder(DEFAULT_ROOT if root is None else root, "root")
     return os.path.join(root, f"{dataset}.npz" if size == 28 else f"{dataset}_{size}.npz")
 
 
@@ -571,7 +571,7 @@ def _open_array_input(dataset: str, split: str, images, labels) -> _Input:
 def _scan_folder(folder, warn: bool = True) -> tuple:
     """``(root, classes, rel, labels)`` of an image folder; structure errors raise. With
     ``warn``, a UserWarning names the entries skipped (not images generate reads)."""
-    root = os.path.abspath(check_path(folder, "folder", "folder"))
+    root = os.path.abspath(check_folder(folder, "folder"))
     if not os.path.exists(root):
         raise FileNotFoundError(f"image folder not found: {root}")
     if not os.path.isdir(root):
@@ -1892,9 +1892,10 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         in ``root``, or ``root`` itself when that is a file), or ``scheduler`` names a
         ``.json`` scheduler file that does not exist.
     ValueError
-        Unknown dataset, corruption or severity; an empty ``out`` or ``scheduler``; more than
-        one input; ``seed`` negative, ``sample_n`` or ``chunk_size`` below 1, ``chunk_size``
-        over 1 GiB of images, ``size`` below 8 (above 4096 for the sample) or given with
+        Unknown dataset, corruption or severity; an empty (``''``) ``out``, ``root``,
+        ``folder`` or ``scheduler``; more than one input; ``seed`` negative, ``sample_n`` or
+        ``chunk_size`` below 1, ``chunk_size`` over 1 GiB of images, ``size`` below 8 (above
+        4096 for the sample) or given with
         ``folder`` / ``images``, ``workers`` outside 1..1024 or given with ``scheduler``;
         unknown ``split`` or ``fmt``; a damaged or malformed input (not a zip, missing arrays,
         wrong dtype or shape, CRC error; for a folder, see ``folder``); outputs made with other
@@ -1928,13 +1929,12 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     to a temporary raw file beside the outputs), at most ``2 * workers + 1`` chunks are in
     flight, and members are written by streaming.
     """
-    if not check_path(out, "out", "folder"):
-        raise ValueError("out must name a folder; got '' (use '.' for the working directory)")
+    check_folder(out, "out")
     sample, compress = _check_bool(sample, "sample"), _check_bool(compress, "compress")
     overwrite, progress = _check_bool(overwrite, "overwrite"), _check_bool(progress, "progress")
     for value, name in ((root, "root"), (folder, "folder")):
         if value is not None:
-            check_path(value, name, "folder")
+            check_folder(value, name)
     n_inputs = ((root is not None) + bool(sample) + (folder is not None)
                 + (images is not None or labels is not None))
     if n_inputs > 1:
@@ -2171,7 +2171,7 @@ def load_images(dataset: str, lo: int = 0, hi: int | None = None, *, root=None,
         ``dataset`` not a str; ``lo``, ``hi``, ``size`` or ``sample_n`` not an int; ``sample``
         not a bool.
     ValueError
-        Unknown ``dataset`` or ``split``; ``root`` with ``sample=True``; ``lo`` negative;
+        Unknown ``dataset`` or ``split``; ``root`` with ``sample=True`` or ``''``; ``lo`` negative;
         ``hi`` below ``lo`` or beyond the split's image count; ``size`` below 8 (or above 4096
         for the sample); ``sample_n`` images of ``size`` beyond the sample's 4 GiB
         (:func:`medmnistc_fast.sample.check_sample_shape`); a damaged input file.

@@ -374,6 +374,16 @@ def test_missing_file_message_and_no_traceback(tmp_path):
      r"^medmnistc-fast: error: --size must be an int >= 8; got 5$"),
     (["generate", "--dataset", "pathmnist", "--sample", "--severities", "0,6", "--out", "x"],
      r"^medmnistc-fast: error: --severities must hold ints in 1\.\.5; got 0$"),
+    # an empty path is not the working directory: --from-folder "" scanned the folder the
+    # command ran in ("class folder .../benchmarks holds no images"), --root "" read from it
+    (["generate", "--dataset", "pathology96", "--from-folder", "", "--out", "x"],
+     r"^medmnistc-fast: error: --from-folder must name a folder; got '' \(use '\.' for the "),
+    (["generate", "--dataset", "pathology", "--from-folder", "", "--out", "x"],
+     r"^medmnistc-fast: error: --from-folder must name a folder; got ''"),
+    (["generate", "--dataset", "pathmnist", "--root", "", "--out", "x"],
+     r"^medmnistc-fast: error: --root must name a folder; got ''"),
+    (["preview", "--dataset", "pathmnist", "--root", "", "--out", "x.png"],
+     r"^medmnistc-fast: error: --root must name a folder; got ''"),
     # the sample's 4 GiB bound: preview's message said "n" and neither named the flag
     (["generate", "--dataset", "pathmnist", "--sample", "--sample-n", "100000", "--out", "x"],
      r"^medmnistc-fast: error: --sample-n must be at most 28532 for 224 x 224 px RGB images "),

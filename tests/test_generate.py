@@ -728,6 +728,9 @@ def test_bad_argument_types(root, tmp_path, kwargs, msg):
     # os.fspath's "expected str, bytes or os.PathLike object, not int" named no argument
     ({"root": 3}, TypeError, r"root must be a str or os\.PathLike folder path; got 3"),
     ({"folder": ["imgs"]}, TypeError, r"folder must be a str or os\.PathLike folder path"),
+    # '' is not the working directory (os.path reads it so): named like an empty out
+    ({"folder": ""}, ValueError, r"^folder must name a folder; got '' \(use '\.' for the working"),
+    ({"root": ""}, ValueError, r"^root must name a folder; got ''"),
     # these reached the Dask runner as "'int' object has no attribute 'nthreads'"
     ({"scheduler": 3, "sample": True}, TypeError, r"scheduler must be a scheduler address .*got 3"),
     ({"scheduler": object(), "sample": True}, TypeError, r"scheduler must be .*Client; got"),
