@@ -254,7 +254,8 @@ def _warn_if_not_probabilities(scores: Mapping[str, np.ndarray], thr: Union[floa
         return
     for name, s in scores.items():
         if s.size and (s.min() < 0 or s.max() > 1):
-            warnings.warn(f"{name} has values outside [0, 1] (min {_bound_text(s.min())}, max {_bound_text(s.max())}) "
+            lo, hi = _bound_text(s.min()), _bound_text(s.max())
+            warnings.warn(f"{name} has values outside [0, 1] (min {lo}, max {hi}) "
                           f"but the threshold is a probability ({_threshold_text(thr)}): predictions are "
                           f"score > threshold, so logits need a sigmoid first (or pass threshold=0 for "
                           f"logits)", UserWarning, stacklevel=stacklevel + 1)

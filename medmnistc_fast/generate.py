@@ -711,8 +711,9 @@ def folder_suite(folder) -> tuple:
 
     Reads the folder's listing and the first image's header only (see :func:`generate` for the
     folder layout); entries that are not images are skipped without the warning
-    :func:`generate` gives about them. ``suite`` is :func:`medmnistc_fast.corruptions.pathology.suite_for_size`
-    of ``(H, W)``: ``"pathology96"`` up to 160 px, ``"pathology224"`` above.
+    :func:`generate` gives about them. ``suite`` is
+    :func:`medmnistc_fast.corruptions.pathology.suite_for_size` of ``(H, W)``:
+    ``"pathology96"`` up to 160 px, ``"pathology224"`` above.
 
     Parameters
     ----------
