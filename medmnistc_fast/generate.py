@@ -611,9 +611,11 @@ def _scan_folder(folder, warn: bool = True) -> tuple:
         labels.extend([k] * len(names))
     if skipped and warn:
         shown = ", ".join(skipped[:5]) + (", ..." if len(skipped) > 5 else "")
-        warnings.warn(f"{len(skipped)} entries of {root} and its class folders are not images "
-                      f"generate reads ({', '.join(IMAGE_EXTENSIONS)}, any case) and were "
-                      f"skipped: {shown}", UserWarning, stacklevel=3)
+        what = ("1 entry", "is not an image", "was") if len(skipped) == 1 else (
+            f"{len(skipped)} entries", "are not images", "were")
+        warnings.warn(f"{what[0]} of {root} and its class folders {what[1]} generate reads "
+                      f"({', '.join(IMAGE_EXTENSIONS)}, any case) and {what[2]} skipped: "
+                      f"{shown}", UserWarning, stacklevel=3)
     return root, tuple(classes), tuple(rel), tuple(labels)
 
 

@@ -199,8 +199,8 @@ def test_auto_suite_names_skipped_entries_once(tmp_path, capsys):
                  "--workers", "1", "--quiet"]) == 0
     lines = capsys.readouterr().err.splitlines()
     assert [ln for ln in lines if "warning" in ln] == [
-        f"medmnistc-fast: warning: 1 entries of {root} and its class folders are not images "
-        f"generate reads (.png, .jpg, .jpeg, .tif, .tiff, any case) and were skipped: README.txt"]
+        f"medmnistc-fast: warning: 1 entry of {root} and its class folders is not an image "
+        f"generate reads (.png, .jpg, .jpeg, .tif, .tiff, any case) and was skipped: README.txt"]
 
 
 def test_resume_after_deleting_a_file(folder, reference, tmp_path, capsys):
