@@ -5,8 +5,8 @@ constant gray image of the picture's rounded mean luma), gamma is torchvision's 
 ``adjust_gamma`` (gain 1), saturation is scikit-image ``rgb2hsv`` / ``hsv2rgb`` with the S
 channel shifted and clipped. All four act on each pixel alone, so they run as 256-entry lookup
 tables (Pillow's blend and torchvision's gamma arithmetic repeated bit for bit, applied by the
-C++ kernel of ``csrc/lut.cpp``) or as the per-pixel Numba HSV kernel of :mod:`._hsv` that
-repeats scikit-image's float64 operations in order.
+C++ kernel of ``csrc/lut.cpp``) or as the per-pixel C++ HSV kernel of :mod:`._hsv`
+(``csrc/hsv.cpp``) that repeats scikit-image's float64 operations in order.
 
 References: reference classes ``Brightness``, ``Contrast``, ``GammaCorrection``, ``Saturate``
 in ``medmnistc/corruptions/enhance.py`` (medmnistc 0.1.0).
