@@ -313,6 +313,7 @@ def _silence_stdout() -> None:
 _FLAG_OF = {"size": "--size", "seed": "--seed", "severities": "--severities",
             "corruptions": "--corruptions", "split": "--split", "sample_n": "--sample-n",
             "folder": "--from-folder", "root": "--root", "out": "--out", "index": "--index",
+            "lo": "--index",
             "chunk_size": "--chunk-size", "workers": "--workers", "dataset": "--dataset",
             "fmt": "--format", "scheduler": "--scheduler"}
 

@@ -2175,7 +2175,7 @@ def load_images(dataset: str, lo: int = 0, hi: int | None = None, *, root=None,
         not a bool.
     ValueError
         Unknown ``dataset`` or ``split``; ``root`` with ``sample=True`` or ``''``; ``lo`` negative;
-        ``hi`` below ``lo`` or beyond the split's image count; ``size`` below 8 (or above 4096
+        ``lo`` not below the split's image count; ``hi`` below ``lo`` or beyond it; ``size`` below 8 (or above 4096
         for the sample); ``sample_n`` images of ``size`` beyond the sample's 4 GiB
         (:func:`medmnistc_fast.sample.check_sample_shape`); a damaged input file.
     """
@@ -2195,9 +2195,10 @@ def load_images(dataset: str, lo: int = 0, hi: int | None = None, *, root=None,
                                       registry.RGB[dataset], "sample_n")[0]
     inp = (_open_sample_input(dataset, split, size, sample_n)
            if sample else _open_file_input(dataset, split, size, root))
-    if hi > inp.n:
-        raise ValueError(f"index out of range: the {split} split of {dataset} has {inp.n} "
-                         f"images (0..{inp.n - 1})")
+    if hi > inp.n:  # "lo must" reads "--index must" on preview's command line (cli._FLAG_OF)
+        what = f"lo must be below {inp.n}" if lo >= inp.n else f"hi must be at most {inp.n}"
+        raise ValueError(f"{what}: the {split} split of {dataset} has {inp.n} images "
+                         f"(0..{inp.n - 1}); got {lo if lo >= inp.n else hi}")
     if inp.array is not None:
         return inp.array[lo:hi].copy()
     m = inp.member

@@ -369,6 +369,11 @@ def test_missing_file_message_and_no_traceback(tmp_path):
     (["list", "--dataset", "pathology"],
      r"^medmnistc-fast: error: unknown dataset 'pathology'; valid datasets: .*'pathology224'$"),
     ([], r"error: the following arguments are required: COMMAND$"),
+    # the sample's test split has 30 images: the message said "index out of range", no flag
+    (["preview", "--dataset", "octmnist", "--sample", "--size", "28", "--index", "30",
+      "--out", "x.png"],
+     r"^medmnistc-fast: error: --index must be below 30: the test split of octmnist has 30 "
+     r"images \(0\.\.29\); got 30$"),
     # checks made by generate itself name the flag, not the Python parameter
     (["generate", "--dataset", "pathmnist", "--sample", "--size", "5", "--out", "x"],
      r"^medmnistc-fast: error: --size must be an int >= 8; got 5$"),

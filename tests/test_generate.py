@@ -809,8 +809,12 @@ def test_load_images_and_preview(root):
     np.testing.assert_array_equal(load_images(RGB_DS, 3, 7, root=root, size=SIZE), clean[3:7])
     gray = sample_split(GRAY_DS, SIZE, N)["test_images"]
     np.testing.assert_array_equal(load_images(GRAY_DS, 11, root=root, size=SIZE), gray[11:12])
-    with pytest.raises(ValueError, match="index out of range"):
+    with pytest.raises(ValueError, match=rf"^lo must be below {N}: the test split of {GRAY_DS} "
+                                         rf"has {N} images \(0\.\.{N - 1}\); got {N}$"):
         load_images(GRAY_DS, N, root=root, size=SIZE)
+    with pytest.raises(ValueError, match=rf"^hi must be at most {N}: .*; got {N + 1}$"):
+        load_images(GRAY_DS, N - 1, N + 1, root=root, size=SIZE)
+    assert load_images(GRAY_DS, N - 1, N, root=root, size=SIZE).shape[0] == 1  # the last row
     # the row-range errors name the arguments lo and hi (lo used to be called "index")
     with pytest.raises(ValueError, match="lo must be an int >= 0; got -1"):
         load_images(GRAY_DS, -1, root=root, size=SIZE)
