@@ -320,14 +320,19 @@ def corrupt_batch(images, corruption, severity, *, dataset, seed=None, start=0,
     ValueError
         As in :func:`corrupt` (for ``images``); a 3-D ``images`` whose shape looks like one
         ``(H, W, C)`` image (C in 1, 3, H, W >= 8: add a batch axis); ``start`` negative or
-        ``start + N - 1 >= 2**63``; ``num_threads`` outside 1..1024; ``out`` of another shape,
+        ``start + N - 1 >= 2**63``; ``num_threads`` outside 1..1024 (or, when it is None and
+        :func:`set_num_threads` has not set one, ``MEDMNISTC_FAST_NUM_THREADS`` anything
+        else than an int in 1..1024, whatever the image size); ``out`` of another shape,
         not C-contiguous and writeable, or sharing memory with ``images``.
     """
     nhwc = as_nhwc(images)
     start = check_nonneg_int(start, "start", upper=MAX_INDEX - max(1, nhwc.shape[0]))
     if num_threads is None:
-        small = nhwc.shape[1] * nhwc.shape[2] < _MIN_THREADED_PIXELS
-        threads = 1 if small else get_num_threads()
+        # read (and check) the setting for small images too: a bad MEDMNISTC_FAST_NUM_THREADS
+        # used to pass at 28 px and fail only once the images reached 96 x 96
+        threads = get_num_threads()
+        if nhwc.shape[1] * nhwc.shape[2] < _MIN_THREADED_PIXELS:
+            threads = 1
     else:
         threads = _check_threads(num_threads)
     kind, param, base, ctx = _plan(dataset, corruption, severity, seed)

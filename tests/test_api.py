@@ -187,6 +187,9 @@ def test_num_threads_control(monkeypatch):
     monkeypatch.setenv("MEDMNISTC_FAST_NUM_THREADS", "zero")
     with pytest.raises(ValueError, match="MEDMNISTC_FAST_NUM_THREADS"):
         mf.get_num_threads()
+    # also where the images are small enough to run on one thread anyway (8 x 8 < 96 x 96)
+    with pytest.raises(ValueError, match="MEDMNISTC_FAST_NUM_THREADS must be an int"):
+        mf.corrupt_batch(np.zeros((2, 8, 8), np.uint8), "pixelate", 1, dataset="chestmnist")
     with pytest.raises(TypeError, match="^n of set_num_threads must be an int"):
         mf.set_num_threads(1.5)
     with pytest.raises(ValueError, match=r"^n of set_num_threads must be an int in 1\.\.1024"):
