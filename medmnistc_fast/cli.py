@@ -81,7 +81,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-q", "--quiet", action="store_true",
-                        help="no progress bars or summary")
+                        help="no progress bars or summary (generate), no summary (preview)")
 
     parser = argparse.ArgumentParser(
         prog=_PROG, description="Fast, reproducible MedMNIST-C and digital-pathology "

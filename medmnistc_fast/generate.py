@@ -263,7 +263,13 @@ def _resolve_datasets(dataset) -> list:
     for d in names:
         if d in registry.PATHOLOGY_SUITES or d == PATHOLOGY_AUTO:
             raise ValueError(_suite_message(d))
-        check_dataset(d, tuple(registry.DATASETS) + ("all",))
+        try:
+            check_dataset(d, tuple(registry.DATASETS) + ("all",))
+        except ValueError as exc:  # the suites are valid keys too, for other inputs
+            raise ValueError(f"{exc}; an image folder (--from-folder, folder=) or arrays "
+                             f"(images=) also take "
+                             f"{_fmt_choices(list(registry.PATHOLOGY_SUITES) + [PATHOLOGY_AUTO])}"
+                             ) from None
         if d not in out:
             out.append(d)
     return out

@@ -341,7 +341,8 @@ def test_missing_file_message_and_no_traceback(tmp_path):
 @pytest.mark.parametrize("argv, msg", [
     (["generate", "--dataset", "mnist", "--sample", "--out", "x"],
      r"^medmnistc-fast: error: unknown dataset 'mnist'; valid datasets: 'pathmnist', .*"
-     r"'organsmnist', 'all'$"),
+     r"'organsmnist', 'all'; an image folder \(--from-folder, folder=\) or arrays \(images=\) "
+     r"also take 'pathology96', 'pathology224', 'pathology'$"),
     (["generate", "--dataset", "octmnist", "--sample", "--root", "r", "--out", "x"],
      r"generate: error: argument --root: not allowed with argument --sample$"),
     (["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--workers", "0"],
