@@ -345,10 +345,9 @@ def corrupt_batch(images, corruption, severity, *, dataset, seed=None, start=0,
     kernel, shape = kind.kernel, tuple(nhwc.shape[1:])
     if kind.random:
         keys = rng.image_keys(base, np.arange(start, start + n, dtype=np.uint64)).tolist()
-        sample = kind.sample
 
         def values(i: int) -> dict:
-            return sample(param, Context(shape, keys[i], *ctx))
+            return sample_values(kind, param, ctx, shape, keys[i])
     else:
         # A deterministic sampler ignores the key: its values are the same for every image of
         # the batch (one shape), so they are computed once instead of per image.

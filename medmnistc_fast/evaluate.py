@@ -250,11 +250,15 @@ def _warn_if_not_probabilities(scores: Mapping[str, np.ndarray], thr: Union[floa
     default 0.5 applied to logits (or other unbounded scores) silently moves the operating point. Scores in
     [0, 1] or a threshold outside (0, 1) (chosen for unbounded scores, e.g. 0 for logits) stay silent.
     """
-    if thr is None or not bool(np.all((np.asarray(thr) > 0.0) & (np.asarray(thr) < 1.0))):
+    t = np.asarray(thr)
+    if thr is None or not bool(np.all((t > 0.0) & (t < 1.0))):
         return
     for name, s in scores.items():
-        if s.size and (s.min() < 0 or s.max() > 1):
-            lo, hi = _bound_text(s.min()), _bound_text(s.max())
+        if not s.size:
+            continue
+        low, high = s.min(), s.max()
+        if low < 0 or high > 1:
+            lo, hi = _bound_text(low), _bound_text(high)
             warnings.warn(f"{name} has values outside [0, 1] (min {lo}, max {hi}) "
                           f"but the threshold is a probability ({_threshold_text(thr)}): predictions are "
                           f"score > threshold, so logits need a sigmoid first (or pass threshold=0 for "

@@ -183,9 +183,9 @@ def input_path(root, dataset: str, size: int) -> str:
 def output_dir(out, dataset: str, split: str = "test") -> str:
     """Folder of a dataset's outputs: ``{out}/{flag}`` for test, ``{out}/{flag}_{split}`` else.
 
-    TypeError / ValueError naming ``out``, ``dataset`` or ``split`` for a bad one (see
-    :func:`medmnistc_fast.datasets.folder_name`)."""
-    out = check_path(out, "out", "folder")
+    TypeError / ValueError naming ``out``, ``dataset`` or ``split`` for a bad one (an empty
+    ``out`` included; see :func:`medmnistc_fast.datasets.folder_name`)."""
+    out = check_folder(out, "out")
     return os.path.join(out, folder_name(dataset, split))
 
 

@@ -1019,6 +1019,10 @@ def test_empty_out_is_rejected(tmp_path, monkeypatch):
         generate("breastmnist", "", sample=True, sample_n=2, size=28,
                  corruptions=["pixelate"], workers=1)
     assert os.listdir(tmp_path) == []
+    # output_dir, the public helper that names a dataset's output folder, refuses it too
+    # (it returned the bare relative "breastmnist")
+    with pytest.raises(ValueError, match=r"^out must name a folder; got ''"):
+        output_dir("", "breastmnist")
 
 
 def _dead_pid() -> int:
