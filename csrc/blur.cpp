@@ -1331,6 +1331,8 @@ struct DiskScratch {
     std::vector<std::uint16_t> runs, spans;    // Eh running sums, rings of Ev span sums
     std::vector<float> eh;                     // Gaussian plans: ring of Eh rows, as float
     std::vector<float> v;                      // Gaussian plans: V of the output row
+    std::vector<std::int32_t> redo;            // Gaussian plans: vectors to redo in double
+    std::vector<uint8_t> stage;                // Gaussian plans: output of a partial strip
 };
 
 // The one scratch of the calling thread, shared by every variant and plan kind of the disk
@@ -1780,11 +1782,25 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
         // vectors that cannot be go straight to the double evaluation. Measured at 224 px (RGB,
         // one thread, A/B in one process, min of 30): (5, .2) 111 -> 88 us; the grouped
         // corrections (7, .4) 147 -> 138 us, (8, .5) 203 -> 181 us.
-        std::uint16_t* bring = sized(scratch.b, 4 * SW);
-        float* ehring = sized(scratch.eh, 4 * SW);
-        std::int32_t* ev = sized(scratch.ev, SW);
+        // Plans without border corrections keep B of rows -1 .. h for the whole strip and redo
+        // the vectors float32 cannot decide in double after the strip's last row (Defer),
+        // listed without a branch; the others redo them at once, from rings of the last four
+        // rows. Which vectors need it depends on the image, so a branch per vector is
+        // mispredicted on every new image while a benchmark repeating one image hides that:
+        // at 224 px (RGB, one thread, A/B in one process, 32 distinct sample images, min of
+        // 30) deferring took (5, .2) from 72-80 to 54-57 us and (6, .2) from 73-75 to 57-62
+        // us, against 47-52 us for one image repeated. For the corrected plans (about 2 % of
+        // vectors redone) keeping Eh and Ev for the whole strip as well cost 3-9 us more
+        // than it saved.
+        constexpr bool Defer = !Corr;
+        std::uint16_t* bring = sized(scratch.b, (Defer ? h + 2 : 4) * SW);
+        float* ehring = sized(scratch.eh, Corr ? 4 * SW : 0);
+        std::int32_t* ev = sized(scratch.ev, Corr ? SW : 0);
         float* vrow = sized(scratch.v, SW);
-        auto bslot = [bring](ptrdiff_t yv) MMC_LAMBDA_INLINE { return bring + (yv & 3) * SW; };
+        std::int32_t* redo = sized(scratch.redo, Defer ? h * NV : 0);
+        auto bslot = [bring](ptrdiff_t yv) MMC_LAMBDA_INLINE {
+            return bring + (Defer ? yv + 1 : yv & 3) * SW;
+        };
         auto ehslot = [ehring](ptrdiff_t yv) MMC_LAMBDA_INLINE {
             return ehring + (yv & 3) * SW;
         };
@@ -1957,6 +1973,41 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
             if constexpr (Corr) t += disk_load<i32x16>(ev + i);
             return t;
         };
+        // Output row y of the strip at s0: straight to dst when the strip is whole, else
+        // staged (the redo pass still writes into it) and copied after the strip.
+        uint8_t* stage = nullptr;
+        auto gauss_out = [&](ptrdiff_t y, ptrdiff_t s0, ptrdiff_t n_out) MMC_LAMBDA_INLINE {
+            return n_out == L ? dst + y * row + s0 : stage + y * SW;
+        };
+        // B + rho (E + rho C) in double from the exact integer sums, at output vector t of the
+        // row whose B rows y - 1, y, y + 1 are b0, b1, b2 and Eh rows h0, h1, h2.
+        auto exact = [&](const std::uint16_t* b0, const std::uint16_t* b1,
+                         const std::uint16_t* b2, const float* h0, const float* h1,
+                         const float* h2, int t, uint8_t* o) MMC_LAMBDA_INLINE {
+            const ptrdiff_t i = G + 16 * t;
+            i32x16 e = u_at(b0, b2, i) + (Isa::u16(b1 + i - c) + Isa::u16(b1 + i + c));
+            i32x16 k = u_at(b0, b2, i - c) + u_at(b0, b2, i + c);
+            if constexpr (Corr) {  // Eh holds small integers: exact in float32
+                e += __builtin_convertvector(disk_load<f32x16>(h1 + i), i32x16);
+                k += __builtin_convertvector(disk_load<f32x16>(h0 + i) +
+                                                 disk_load<f32x16>(h2 + i),
+                                             i32x16);
+            }
+            const i32x16 bc = Isa::u16(b1 + i);
+            auto half = [&](i32x8 bh, i32x8 eh, i32x8 kh) MMC_LAMBDA_INLINE {
+                const f64x8 acc = __builtin_convertvector(bh, f64x8) +
+                                  rho8 * (__builtin_convertvector(eh, f64x8) +
+                                          rho8 * __builtin_convertvector(kh, f64x8));
+                return __builtin_convertvector(wc8 * acc, i32x8);
+            };
+            // Stored here rather than returned: a 16-lane vector assigned on one branch only is
+            // kept in memory where the variant splits it (AVX2).
+            disk_store(o + 16 * t,
+                       Isa::bytes(dv::join(half(dv::low(bc), dv::low(e), dv::low(k)),
+                                           half(dv::high(bc), dv::high(e), dv::high(k)))));
+        };
+        // Defer: the vectors redone after the strip, as y * NV + t.
+        ptrdiff_t n_redo = 0;
         auto emit = [&](ptrdiff_t y, ptrdiff_t k, ptrdiff_t pb, ptrdiff_t s0, ptrdiff_t n_out)
                         MMC_LAMBDA_INLINE {
             const std::uint16_t* b0 = bslot(y - 1);
@@ -1966,45 +2017,27 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
             const float* h1 = ehslot(y);
             const float* h2 = ehslot(y + 1);
             if constexpr (Corr) ev_row(y, pb, k);
-            uint8_t* o = row_out(y, s0, n_out);
-            // B + rho (E + rho C) in double from the exact integer sums, at output vector t.
-            auto exact = [&](int t) MMC_LAMBDA_INLINE {
-                const ptrdiff_t i = G + 16 * t;
-                i32x16 e = u_at(b0, b2, i) + (Isa::u16(b1 + i - c) + Isa::u16(b1 + i + c));
-                i32x16 k = u_at(b0, b2, i - c) + u_at(b0, b2, i + c);
-                if constexpr (Corr) {  // Eh holds small integers: exact in float32
-                    e += __builtin_convertvector(disk_load<f32x16>(h1 + i), i32x16);
-                    k += __builtin_convertvector(disk_load<f32x16>(h0 + i) +
-                                                     disk_load<f32x16>(h2 + i),
-                                                 i32x16);
+            uint8_t* o = gauss_out(y, s0, n_out);
+            // The float32 result q where q2 agrees, else the double evaluation.
+            auto keep = [&](int t, const i32x16& q, const i32x16& q2) MMC_LAMBDA_INLINE {
+                if constexpr (Defer) {
+                    disk_store(o + 16 * t, Isa::bytes(q));
+                    redo[n_redo] = static_cast<std::int32_t>(y * NV + t);
+                    n_redo += static_cast<ptrdiff_t>(force_double | Isa::any(q ^ q2));
+                } else if (force_double || Isa::any(q ^ q2)) {
+                    exact(b0, b1, b2, h0, h1, h2, t, o);
+                } else {
+                    disk_store(o + 16 * t, Isa::bytes(q));
                 }
-                const i32x16 bc = Isa::u16(b1 + i);
-                auto half = [&](i32x8 bh, i32x8 eh, i32x8 kh) MMC_LAMBDA_INLINE {
-                    const f64x8 acc = __builtin_convertvector(bh, f64x8) +
-                                      rho8 * (__builtin_convertvector(eh, f64x8) +
-                                              rho8 * __builtin_convertvector(kh, f64x8));
-                    return __builtin_convertvector(wc8 * acc, i32x8);
-                };
-                // Stored here rather than merged into q: a 16-lane vector assigned on one
-                // branch only is kept in memory where the variant splits it (AVX2).
-                disk_store(o + 16 * t,
-                           Isa::bytes(dv::join(half(dv::low(bc), dv::low(e), dv::low(k)),
-                                               half(dv::high(bc), dv::high(e), dv::high(k)))));
             };
             if (tiny) {
                 // Small neighbour weight: decided from B alone where its margins allow.
                 for (int t = 0; t < NV - 1; ++t) {
                     const f32x16 r =
                         __builtin_convertvector(Isa::u16(b1 + G + 16 * t), f32x16) * tiny_wc;
-                    const i32x16 q = __builtin_convertvector(r - tiny_lo, i32x16);
-                    if (force_double ||
-                        Isa::any(q ^ __builtin_convertvector(r + tiny_hi, i32x16))) {
-                        exact(t);
-                        continue;
-                    }
-                    disk_store(o + 16 * t, Isa::bytes(q));
+                    keep(t, __builtin_convertvector(r - tiny_lo, i32x16),
+                         __builtin_convertvector(r + tiny_hi, i32x16));
                 }
-                row_done(y, s0, n_out);
                 return;
             }
             f32x16 vv[NV];
@@ -2030,18 +2063,15 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                           rhof * (disk_load<f32x16>(h0 + i) + disk_load<f32x16>(h2 + i));
                 }
                 const f32x16 r = wcf * (vc + rhof * nb);
-                const i32x16 q = __builtin_convertvector(r + near, i32x16);
-                if (force_double || Isa::any(q ^ __builtin_convertvector(r - near, i32x16))) {
-                    exact(t);
-                    continue;
-                }
-                disk_store(o + 16 * t, Isa::bytes(q));
+                keep(t, __builtin_convertvector(r + near, i32x16),
+                     __builtin_convertvector(r - near, i32x16));
             }
-            row_done(y, s0, n_out);
         };
         for (ptrdiff_t s0 = 0; s0 < row; s0 += L) {
             const ptrdiff_t pb = plan.fw * c + s0 - G;  // strip lane 0 = output sample s0 - G
             const ptrdiff_t n_out = std::min(L, row - s0);
+            if (n_out < L) stage = sized(scratch.stage, h * SW);
+            n_redo = 0;
             u16x32 b[NI];
             start(b, -1, pb);
             for (int v = 0; v < NI; ++v) disk_store(bslot(-1) + 32 * v, b[v]);
@@ -2070,6 +2100,16 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                 if (k >= 2) emit(k - 2, k, pb, s0, n_out);
             }
             emit(h - 1, h, pb, s0, n_out);
+            for (ptrdiff_t j = 0; j < n_redo; ++j) {
+                const ptrdiff_t y = redo[j] / NV;  // no Eh: Defer plans have no corrections
+                exact(bslot(y - 1), bslot(y), bslot(y + 1), nullptr, nullptr, nullptr,
+                      static_cast<int>(redo[j] % NV), gauss_out(y, s0, n_out));
+            }
+            if (n_out < L) {
+                for (ptrdiff_t y = 0; y < h; ++y) {
+                    std::memcpy(dst + y * row + s0, stage + y * SW, static_cast<std::size_t>(n_out));
+                }
+            }
         }
     }
 }
