@@ -124,7 +124,8 @@ def pixelate(image, factor: float) -> np.ndarray:
     _ref("``JPEGCompression`` in ``corruptions/compression.py``"))
 def jpeg_compression(image, quality: int) -> np.ndarray:
     """JPEG round trip through Pillow at ``quality`` (Pillow's default 4:2:0 chroma
-    subsampling for RGB)."""
+    subsampling for RGB). A side longer than 65,500 px (libjpeg's ``JPEG_MAX_DIMENSION``) is a
+    ValueError."""
     q = check_positive(quality, "quality", integer=True, upper=95)
     return _run("jpeg_compression", image, quality=q)
 

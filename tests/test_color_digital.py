@@ -255,3 +255,18 @@ def test_jpeg_memory_file_does_not_keep_huge_images():
     with ThreadPoolExecutor(1) as ex:
         kept_small, kept_big = ex.submit(sizes).result()
     assert 0 < kept_small <= digital._MEMORY_FILE_KEEP and kept_big == 0
+
+
+@pytest.mark.parametrize("shape", [(8, 65_501), (65_501, 8, 3)])
+def test_jpeg_side_past_libjpegs_limit_is_a_value_error(shape):
+    # libjpeg encodes sides up to 65,500 px; past it Pillow raised a bare OSError ("broken data
+    # stream"). The side at the limit still works, and the refused input is not touched.
+    img = np.full(shape, 7, np.uint8)
+    with pytest.raises(ValueError, match=r"65,500 px.*65501"):
+        mf.functional.jpeg_compression(img, 50)
+    with pytest.raises(ValueError, match="jpeg_compression"):
+        mf.corrupt(img, "jpeg_compression", 1, dataset="chestmnist" if img.ndim == 2 else "pathmnist")
+    assert (img == 7).all()
+    edge = np.full((8, 65_500), 7, np.uint8)
+    assert np.array_equal(mf.functional.jpeg_compression(edge, 50),
+                          ref_jpeg(Image.fromarray(edge), 50))

@@ -296,6 +296,11 @@ class _MemoryFile(io.FileIO):
         self.close()
 
 
+#: Longest image side libjpeg encodes (``JPEG_MAX_DIMENSION`` in libjpeg-turbo's jmorecfg.h);
+#: Pillow fails past it with an OSError ("broken data stream").
+JPEG_MAX_SIDE = 65_500
+
+
 def _jpeg_kernel(image, *, quality):
     """Pillow JPEG encode at ``quality`` (Pillow defaults: 4:2:0 chroma subsampling for RGB),
     then decode.
@@ -307,8 +312,13 @@ def _jpeg_kernel(image, *, quality):
     224 x 224). The decode goes straight to Pillow's JPEG decoder
     (``Image.frombytes(..., "jpeg", ...)``) instead of ``Image.open``, which would first parse the
     markers in Python; the pixels are the same libjpeg output.
+
+    Raises ValueError for a side longer than :data:`JPEG_MAX_SIDE` (65,500 px).
     """
     h, w, c = image.shape
+    if max(h, w) > JPEG_MAX_SIDE:
+        raise ValueError(f"image: jpeg_compression takes sides of at most {JPEG_MAX_SIDE:,} px "
+                         f"(libjpeg's JPEG_MAX_DIMENSION), got {h} x {w}")
     if c == 3:
         pil = Image.frombuffer("RGBX", (w, h), _native.rgbx_pixels(image), "raw", "RGBX", 0, 1)
         mode = "RGB"
