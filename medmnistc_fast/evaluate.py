@@ -21,8 +21,9 @@ Conventions
 - Inputs are never modified. Nothing here draws random numbers or prints; the one warning is for binary
   and multi-label scores outside ``[0, 1]`` under a probability threshold (logits, see
   :func:`balanced_accuracy`).
-- Array arguments are array_like; a masked array is a ``TypeError`` (``np.asarray`` would drop its mask
-  and the metrics would count the masked entries), and so is one given as a threshold or a scalar error
+- Array arguments are array_like; a masked array, or a list or tuple holding one, is a ``TypeError``
+  (``np.asarray`` would drop its mask and the metrics would count the masked entries), and so is one given
+  as a threshold or a scalar error
   (``np.ma.masked`` and 0-d masked arrays: ``float()`` would read a masked value as NaN).
 - A metric whose denominator is zero raises ``ValueError`` naming the argument that makes it zero; no
   function returns NaN or infinity.
@@ -91,10 +92,22 @@ Threshold = Union[float, Sequence[float]]
 # --------------------------------------------------------------------------------------------------------
 
 
+def _masked_inside(x: Any) -> bool:
+    """Whether a list or tuple holds a masked array at any depth (``np.asarray`` drops their masks)."""
+    if isinstance(x, np.ma.MaskedArray):
+        return True
+    return isinstance(x, (list, tuple)) and any(_masked_inside(e) for e in x)
+
+
 def _as_array(x: Any, name: str) -> np.ndarray:
     """``np.asarray(x)``, with NumPy's error for ragged nested sequences re-raised naming ``name``; a masked
-    array is a TypeError (``np.asarray`` would drop its mask and count the masked entries)."""
-    reject_masked(x, name, why="the metrics would count its masked entries", fix=", or drop the masked rows")
+    array, or a list or tuple holding one, is a TypeError (``np.asarray`` would drop the mask and count the
+    masked entries)."""
+    why = "the metrics would count its masked entries"
+    reject_masked(x, name, why=why, fix=", or drop the masked rows")
+    if isinstance(x, (list, tuple)) and _masked_inside(x):
+        raise TypeError(f"{name} must not hold masked arrays: {why}; pass plain arrays "
+                        f"(each .filled(value) or .data), or drop the masked rows")
     try:
         return np.asarray(x)
     except ValueError as e:  # "inhomogeneous shape", which does not say which argument

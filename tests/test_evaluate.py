@@ -160,6 +160,23 @@ def test_masked_arrays_are_refused(call, arg):
     assert np.array_equal(a.data, before.data) and np.array_equal(a.mask, before.mask)
 
 
+@pytest.mark.parametrize("call, arg", [
+    (lambda a: ev.balanced_accuracy([0, 1], a, "multi-class"), "y_score"),
+    (lambda a: ev.top1_error([0, 1], a), "scores"),
+    (lambda a: ev.balanced_accuracy([[0, 1], [1, 0]], [[0.2, 0.9], [0.8, 0.1]], "multi-label, binary-class",
+                                    threshold=a), "threshold"),
+])
+def test_lists_holding_masked_arrays_are_refused(call, arg):
+    # np.asarray([masked row, row]) keeps the masked row's data and drops its mask, so the
+    # refusal of a masked array was sidestepped by wrapping it in a list
+    row = np.ma.array([0.9, 0.1], mask=[1, 1])
+    a = {"y_score": [row, [0.2, 0.8]], "scores": (row, (0.2, 0.8)),
+         "threshold": [np.ma.masked, 0.5]}[arg]
+    with pytest.raises(TypeError, match=rf"^{arg} must not hold masked arrays: the metrics would count"):
+        call(a)
+    assert row.mask.all() and row.data.tolist() == [0.9, 0.1]
+
+
 def test_logits_warning_names_the_users_line():
     # balanced_error calls balanced_accuracy: its warning pointed at that line of evaluate.py
     y, logits = [0, 1, 1, 0], np.array([-2.0, 0.3, 1.5, -0.1])
