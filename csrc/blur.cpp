@@ -2107,7 +2107,8 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
             }
             if (n_out < L) {
                 for (ptrdiff_t y = 0; y < h; ++y) {
-                    std::memcpy(dst + y * row + s0, stage + y * SW, static_cast<std::size_t>(n_out));
+                    std::memcpy(dst + y * row + s0, stage + y * SW,
+                                static_cast<std::size_t>(n_out));
                 }
             }
         }
