@@ -1401,6 +1401,17 @@ constexpr ptrdiff_t kDiskMaxChannels = 8;  // wider images are filtered one chan
 // outputs; 10 measured slower with AVX-512, 6 slower with AVX2). With the 32-lane integer sums,
 // 8 for the Gaussian-free plans and 12 for the Gaussian ones measured no faster.
 constexpr int kDiskFreeVecs = 4, kDiskGaussVecs = 8;
+// Gaussian plans without border corrections redo the vectors float32 cannot decide in blocks of
+// kDiskDeferRows output rows of a strip, keeping B in a ring of kDiskDeferRing rows (at least
+// kDiskDeferRows + 3: rows y0 - 1 .. y0 + kDiskDeferRows + 1 of a block at y0 are live when
+// it is redone); a power of two, so a slot is a mask. Images up to kDiskDeferRows rows (every
+// MedMNIST size) make one block per strip. Scratch held for the whole strip grew with the
+// height: a 2,000,000 x 9 gray image peaked at 1,053 MB against 260 MB before deferring.
+constexpr ptrdiff_t kDiskDeferRows = 256, kDiskDeferRing = 512;
+static_assert((kDiskDeferRing & (kDiskDeferRing - 1)) == 0 &&
+                  (kDiskDeferRows & (kDiskDeferRows - 1)) == 0 &&
+                  kDiskDeferRing >= kDiskDeferRows + 3,
+              "the deferred rows' slots are masks and must not overlap");
 
 namespace dv {
 typedef std::uint8_t u8x16 __attribute__((vector_size(16)));
@@ -1782,9 +1793,10 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
         // vectors that cannot be go straight to the double evaluation. Measured at 224 px (RGB,
         // one thread, A/B in one process, min of 30): (5, .2) 111 -> 88 us; the grouped
         // corrections (7, .4) 147 -> 138 us, (8, .5) 203 -> 181 us.
-        // Plans without border corrections keep B of rows -1 .. h for the whole strip and redo
-        // the vectors float32 cannot decide in double after the strip's last row (Defer),
-        // listed without a branch; the others redo them at once, from rings of the last four
+        // Plans without border corrections keep B of the rows of a block of kDiskDeferRows
+        // output rows (the whole strip for images up to that height) and redo the vectors
+        // float32 cannot decide in double after the block's last row (Defer), listed without
+        // a branch; the others redo them at once, from rings of the last four
         // rows. Which vectors need it depends on the image, so a branch per vector is
         // mispredicted on every new image while a benchmark repeating one image hides that:
         // at 224 px (RGB, one thread, A/B in one process, 32 distinct sample images, min of
@@ -1793,13 +1805,16 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
         // vectors redone) keeping Eh and Ev for the whole strip as well cost 3-9 us more
         // than it saved.
         constexpr bool Defer = !Corr;
-        std::uint16_t* bring = sized(scratch.b, (Defer ? h + 2 : 4) * SW);
+        // Defer: rows -1 .. h + 1 never wrap the ring when h + 2 <= kDiskDeferRing.
+        std::uint16_t* bring =
+            sized(scratch.b, (Defer ? std::min(h + 2, kDiskDeferRing) : 4) * SW);
         float* ehring = sized(scratch.eh, Corr ? 4 * SW : 0);
         std::int32_t* ev = sized(scratch.ev, Corr ? SW : 0);
         float* vrow = sized(scratch.v, SW);
-        std::int32_t* redo = sized(scratch.redo, Defer ? h * NV : 0);
+        const ptrdiff_t block = std::min(h, kDiskDeferRows);
+        std::int32_t* redo = sized(scratch.redo, Defer ? block * NV : 0);
         auto bslot = [bring](ptrdiff_t yv) MMC_LAMBDA_INLINE {
-            return bring + (Defer ? yv + 1 : yv & 3) * SW;
+            return bring + (Defer ? (yv + 1) & (kDiskDeferRing - 1) : yv & 3) * SW;
         };
         auto ehslot = [ehring](ptrdiff_t yv) MMC_LAMBDA_INLINE {
             return ehring + (yv & 3) * SW;
@@ -1974,10 +1989,11 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
             return t;
         };
         // Output row y of the strip at s0: straight to dst when the strip is whole, else
-        // staged (the redo pass still writes into it) and copied after the strip.
+        // staged (the redo pass still writes into it) and copied after its block.
         uint8_t* stage = nullptr;
         auto gauss_out = [&](ptrdiff_t y, ptrdiff_t s0, ptrdiff_t n_out) MMC_LAMBDA_INLINE {
-            return n_out == L ? dst + y * row + s0 : stage + y * SW;
+            return n_out == L ? dst + y * row + s0
+                              : stage + (y & (kDiskDeferRows - 1)) * SW;
         };
         // B + rho (E + rho C) in double from the exact integer sums, at output vector t of the
         // row whose B rows y - 1, y, y + 1 are b0, b1, b2 and Eh rows h0, h1, h2.
@@ -2006,8 +2022,8 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                        Isa::bytes(dv::join(half(dv::low(bc), dv::low(e), dv::low(k)),
                                            half(dv::high(bc), dv::high(e), dv::high(k)))));
         };
-        // Defer: the vectors redone after the strip, as y * NV + t.
-        ptrdiff_t n_redo = 0;
+        // Defer: the vectors redone after the block at row y0, as (y - y0) * NV + t.
+        ptrdiff_t n_redo = 0, y0 = 0;
         auto emit = [&](ptrdiff_t y, ptrdiff_t k, ptrdiff_t pb, ptrdiff_t s0, ptrdiff_t n_out)
                         MMC_LAMBDA_INLINE {
             const std::uint16_t* b0 = bslot(y - 1);
@@ -2022,7 +2038,7 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
             auto keep = [&](int t, const i32x16& q, const i32x16& q2) MMC_LAMBDA_INLINE {
                 if constexpr (Defer) {
                     disk_store(o + 16 * t, Isa::bytes(q));
-                    redo[n_redo] = static_cast<std::int32_t>(y * NV + t);
+                    redo[n_redo] = static_cast<std::int32_t>((y - y0) * NV + t);
                     n_redo += static_cast<ptrdiff_t>(force_double | Isa::any(q ^ q2));
                 } else if (force_double || Isa::any(q ^ q2)) {
                     exact(b0, b1, b2, h0, h1, h2, t, o);
@@ -2067,11 +2083,31 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                      __builtin_convertvector(r - near, i32x16));
             }
         };
+        // Rows y0 .. y1 - 1 made: with Defer, their vectors to redo redone in double; the
+        // staged rows (a partial strip) copied to dst.
+        auto finish_block = [&](ptrdiff_t y1, ptrdiff_t s0, ptrdiff_t n_out) {
+            if constexpr (Defer) {
+                for (ptrdiff_t j = 0; j < n_redo; ++j) {
+                    const ptrdiff_t y = y0 + redo[j] / NV;  // no Eh: Defer has no corrections
+                    exact(bslot(y - 1), bslot(y), bslot(y + 1), nullptr, nullptr, nullptr,
+                          static_cast<int>(redo[j] % NV), gauss_out(y, s0, n_out));
+                }
+            }
+            if (n_out < L) {
+                for (ptrdiff_t y = y0; y < y1; ++y) {
+                    std::memcpy(dst + y * row + s0, gauss_out(y, s0, n_out),
+                                static_cast<std::size_t>(n_out));
+                }
+            }
+            n_redo = 0;
+            y0 = y1;
+        };
         for (ptrdiff_t s0 = 0; s0 < row; s0 += L) {
             const ptrdiff_t pb = plan.fw * c + s0 - G;  // strip lane 0 = output sample s0 - G
             const ptrdiff_t n_out = std::min(L, row - s0);
-            if (n_out < L) stage = sized(scratch.stage, h * SW);
+            if (n_out < L) stage = sized(scratch.stage, block * SW);
             n_redo = 0;
+            y0 = 0;
             u16x32 b[NI];
             start(b, -1, pb);
             for (int v = 0; v < NI; ++v) disk_store(bslot(-1) + 32 * v, b[v]);
@@ -2098,19 +2134,11 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                     eh_row(k, pb, false);
                 }
                 if (k >= 2) emit(k - 2, k, pb, s0, n_out);
+                // A full block once its last row (k - 2) is made: B(k) is the newest row held.
+                if (k >= 2 && k - 1 - y0 == kDiskDeferRows) finish_block(k - 1, s0, n_out);
             }
             emit(h - 1, h, pb, s0, n_out);
-            for (ptrdiff_t j = 0; j < n_redo; ++j) {
-                const ptrdiff_t y = redo[j] / NV;  // no Eh: Defer plans have no corrections
-                exact(bslot(y - 1), bslot(y), bslot(y + 1), nullptr, nullptr, nullptr,
-                      static_cast<int>(redo[j] % NV), gauss_out(y, s0, n_out));
-            }
-            if (n_out < L) {
-                for (ptrdiff_t y = 0; y < h; ++y) {
-                    std::memcpy(dst + y * row + s0, stage + y * SW,
-                                static_cast<std::size_t>(n_out));
-                }
-            }
+            finish_block(h, s0, n_out);
         }
     }
 }

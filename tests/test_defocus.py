@@ -10,6 +10,8 @@ agreement with the real reference is in the golden-file tests.
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from fractions import Fraction
 
 import numpy as np
@@ -242,3 +244,49 @@ def test_gauss1d_is_the_normalised_gaussian(ksize):
         got = blur._gauss1d(sigma, ksize)
         np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-300)
         assert got[0] == got[-1] and math.isclose(got.sum(), 1.0, rel_tol=1e-15)
+
+
+# Gaussian plans without border corrections redo undecided vectors in blocks of 256 output rows
+# (blur.cpp, kDiskDeferRows) from a ring of 512 rows of B, and every Gaussian plan copies the
+# staged rows of a partial strip (112 outputs a strip) per block: heights around one and two
+# blocks, with whole and partial strips.
+TALL_SHAPES = [(255, 9, 1), (256, 9, 3), (257, 113, 1), (258, 37, 3), (513, 8, 1),
+               (515, 115, 1), (769, 20, 2)]
+
+
+@pytest.mark.parametrize("radius, alias, kind", [(5.0, 0.2, "tiny"), (6.0, 0.2, "tiny"),
+                                                 (3.0, 0.3, "gauss"), (7.0, 0.3, "gauss+corrected")])
+def test_tall_images_across_deferred_blocks(radius, alias, kind, isa):
+    kernel, mask, gauss = blur._defocus_parts(radius, alias)
+    assert _native._disk_plan_kind(kernel, mask, gauss) == kind
+    for k, shape in enumerate(TALL_SHAPES):
+        img = natural(shape, k)
+        fast = _native.filter2d(img, kernel, mask, gauss)
+        check(img, radius, alias)
+        # Every vector through the double evaluation (deferred where the plan defers): B of
+        # each block's rows must still be in the ring when the block is redone.
+        _native._set_disk_double(True)
+        try:
+            exact = _native.filter2d(img, kernel, mask, gauss)
+        finally:
+            _native._set_disk_double(False)
+        np.testing.assert_array_equal(fast, exact)
+
+
+def test_tall_image_scratch_does_not_grow_with_height():
+    # A 1,000,000 x 9 gray image (9 MB) needs its padded copy (25 samples a row for radius 5)
+    # and row pointers (8 bytes a row), about 50 MB with input and output. Keeping B (256 bytes
+    # a row), the staged outputs (128) and the redo list (32) for the whole strip added 416 MB.
+    # Peak resident memory of a fresh process, after a 1,000 x 9 image and after the tall one.
+    code = ("import resource, numpy as np\n"
+            "from medmnistc_fast import _native\n"
+            "from medmnistc_fast.corruptions import blur\n"
+            "parts = blur._defocus_parts(5.0, 0.2)\n"
+            "def peak(h):\n"
+            "    img = np.random.default_rng(0).integers(0, 256, (h, 9, 1), np.uint8)\n"
+            "    assert _native.filter2d(img, *parts).shape == img.shape\n"
+            "    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            "print(peak(1000), peak(1_000_000))")
+    small, large = map(int, subprocess.run([sys.executable, "-c", code], check=True,
+                                           capture_output=True, text=True).stdout.split())
+    assert large - small < 150_000, (small, large)  # kB
