@@ -21,9 +21,9 @@ Conventions
 - Inputs are never modified. Nothing here draws random numbers or prints; the one warning is for binary
   and multi-label scores outside ``[0, 1]`` under a probability threshold (logits, see
   :func:`balanced_accuracy`).
-- Array arguments are array_like; a masked array, or a list or tuple holding one, is a ``TypeError``
-  (``np.asarray`` would drop its mask and the metrics would count the masked entries), and so is one given
-  as a threshold or a scalar error
+- Array arguments are array_like; a masked array, or a sequence (list, tuple, deque...) holding one at any
+  depth, is a ``TypeError`` (``np.asarray`` would drop its mask and the metrics would count the masked
+  entries), and so is one given as a threshold or a scalar error
   (``np.ma.masked`` and 0-d masked arrays: ``float()`` would read a masked value as NaN).
 - A metric whose denominator is zero raises ``ValueError`` naming the argument that makes it zero; no
   function returns NaN or infinity.
@@ -51,7 +51,7 @@ import numbers
 import os
 import warnings
 from dataclasses import dataclass, fields
-from itertools import combinations
+from itertools import chain, combinations
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, Optional, Sequence, Tuple, Union
@@ -92,20 +92,42 @@ Threshold = Union[float, Sequence[float]]
 # --------------------------------------------------------------------------------------------------------
 
 
+def _is_nested(t: type) -> bool:
+    """Whether ``np.asarray`` reads objects of type ``t`` as nested sequences (lists, tuples, deques, other
+    ``collections.abc.Sequence``; not str or bytes)."""
+    return issubclass(t, Sequence) and not issubclass(t, (str, bytes, bytearray))
+
+
+#: Nesting levels searched for masked arrays: NumPy arrays have at most 64 dimensions, so a sequence nested
+#: deeper never converts to a numeric array (the dtype checks refuse the object array it gives).
+_MAX_NESTING = 64
+
+
 def _masked_inside(x: Any) -> bool:
-    """Whether a list or tuple holds a masked array at any depth (``np.asarray`` drops their masks)."""
-    if isinstance(x, np.ma.MaskedArray):
-        return True
-    return isinstance(x, (list, tuple)) and any(_masked_inside(e) for e in x)
+    """Whether a sequence holds a masked array at any depth (``np.asarray`` drops their masks).
+
+    One level at a time, each distinct sequence once, at most :data:`_MAX_NESTING` levels: a list nested a
+    thousand times, or holding itself, gives NumPy's error rather than a RecursionError or a loop."""
+    level = [x]
+    for _ in range(_MAX_NESTING + 1):
+        items = list(chain.from_iterable(level))
+        types = set(map(type, items))
+        if any(issubclass(t, np.ma.MaskedArray) for t in types):
+            return True
+        nested = {t for t in types if _is_nested(t)}
+        if not nested:
+            return False
+        level = list({id(e): e for e in items if type(e) in nested}.values())
+    return False
 
 
 def _as_array(x: Any, name: str) -> np.ndarray:
     """``np.asarray(x)``, with NumPy's error for ragged nested sequences re-raised naming ``name``; a masked
-    array, or a list or tuple holding one, is a TypeError (``np.asarray`` would drop the mask and count the
-    masked entries)."""
+    array, or a sequence (list, tuple, deque...) holding one, is a TypeError (``np.asarray`` would drop the
+    mask and count the masked entries)."""
     why = "the metrics would count its masked entries"
     reject_masked(x, name, why=why, fix=", or drop the masked rows")
-    if isinstance(x, (list, tuple)) and _masked_inside(x):
+    if _is_nested(type(x)) and _masked_inside(x):
         raise TypeError(f"{name} must not hold masked arrays: {why}; pass plain arrays "
                         f"(each .filled(value) or .data), or drop the masked rows")
     try:

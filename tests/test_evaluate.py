@@ -6,6 +6,7 @@ Expected values are worked out by hand in the comments; they do not come from th
 
 from __future__ import annotations
 
+import collections
 import csv
 import dataclasses
 import io
@@ -175,6 +176,32 @@ def test_lists_holding_masked_arrays_are_refused(call, arg):
     with pytest.raises(TypeError, match=rf"^{arg} must not hold masked arrays: the metrics would count"):
         call(a)
     assert row.mask.all() and row.data.tolist() == [0.9, 0.1]
+
+
+def test_other_sequences_holding_masked_arrays_are_refused():
+    # np.asarray reads any sequence (a deque here) like a list and drops the masks inside it;
+    # the same for the per-corruption scores of evaluate_robustness
+    row = np.ma.array([0.9, 0.1], mask=[1, 1])
+    with pytest.raises(TypeError, match=r"^scores must not hold masked arrays"):
+        ev.top1_error([0, 1], collections.deque([row, [0.2, 0.8]]))
+    y, clean = [0, 1], [[0.9, 0.1], [0.2, 0.8]]
+    scores = {"defocus_blur": collections.deque([row, [0.2, 0.8]] * 5)}
+    with pytest.raises(TypeError, match=r"^corrupted_scores\['defocus_blur'\] must not hold masked"):
+        ev.evaluate_robustness("retinamnist", y, clean, scores, task="multi-class")
+    assert row.mask.all() and row.data.tolist() == [0.9, 0.1]
+
+
+def test_deeply_nested_or_self_holding_lists_give_the_named_error():
+    # NumPy stops at 64 dimensions; the masked-array search must not recurse past Python's
+    # limit (RecursionError) nor follow a list that holds itself forever
+    deep = [0.5]
+    for _ in range(3000):
+        deep = [deep]
+    loop = [0.5]
+    loop.append(loop)
+    for errors in (deep, loop):
+        with pytest.raises(ValueError, match=r"^errors cannot be read as a rectangular array"):
+            ev.corruption_error(errors)
 
 
 def test_logits_warning_names_the_users_line():
