@@ -23,8 +23,6 @@ import importlib.util
 import json
 import math
 import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -33,6 +31,7 @@ from PIL import Image, ImageDraw, ImageFont
 from medmnistc_fast import registry, rng
 from medmnistc_fast.corruptions import artifacts as A
 from medmnistc_fast.corruptions._spec import Context, to_gray, to_rgb
+from tests.memory import peak_growth_kb
 
 DATA = pathlib.Path(__file__).parent / "data"
 
@@ -305,16 +304,13 @@ def test_bubble_long_thin_image_memory():
     # 8 x 40,000 px is 28 times finer: 224 x 1,120,000 fine pixels (251 MB, and 72 MB of int64
     # row sums) if built at once. Peak resident memory of a fresh process, after the same
     # corruption of an 8 x 400 image (kernels loaded) and after the long one.
-    code = ("import resource, numpy as np, medmnistc_fast as mf\n"
-            "def peak(width):\n"
-            "    img = np.full((8, width, 3), 90, np.uint8)\n"
-            "    out = mf.corrupt(img, 'bubble', 5, dataset='pathmnist', seed=0)\n"
-            "    assert (out != img).any()\n"
-            "    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-            "print(peak(400), peak(40000))")
-    small, large = map(int, subprocess.run([sys.executable, "-c", code], check=True,
-                                           capture_output=True, text=True).stdout.split())
-    assert large - small < 40_000, (small, large)  # kB
+    setup = ("import numpy as np, medmnistc_fast as mf\n"
+             "def bubble(width):\n"
+             "    img = np.full((8, width, 3), 90, np.uint8)\n"
+             "    out = mf.corrupt(img, 'bubble', 5, dataset='pathmnist', seed=0)\n"
+             "    assert (out != img).any()")
+    growth = peak_growth_kb(setup, "bubble(n)", 400, 40_000)
+    assert growth < 40_000, growth  # kB
 
 
 def test_bubble_share_does_not_depend_on_size():

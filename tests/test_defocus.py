@@ -10,8 +10,6 @@ agreement with the real reference is in the golden-file tests.
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from fractions import Fraction
 
 import numpy as np
@@ -22,6 +20,7 @@ from medmnistc_fast import _native
 from medmnistc_fast.corruptions import blur
 from medmnistc_fast.registry import TABLES
 from tests import variants
+from tests.memory import peak_growth_kb
 from tests.test_native import filter2d_oracle as oracle  # trunc(clip(filter2D(img / 255)) * 255)
 
 # Every (radius, alias sigma) of the MedMNIST-C defocus tables, plus radii on both sides of the
@@ -278,15 +277,12 @@ def test_tall_image_scratch_does_not_grow_with_height():
     # and row pointers (8 bytes a row), about 50 MB with input and output. Keeping B (256 bytes
     # a row), the staged outputs (128) and the redo list (32) for the whole strip added 416 MB.
     # Peak resident memory of a fresh process, after a 1,000 x 9 image and after the tall one.
-    code = ("import resource, numpy as np\n"
-            "from medmnistc_fast import _native\n"
-            "from medmnistc_fast.corruptions import blur\n"
-            "parts = blur._defocus_parts(5.0, 0.2)\n"
-            "def peak(h):\n"
-            "    img = np.random.default_rng(0).integers(0, 256, (h, 9, 1), np.uint8)\n"
-            "    assert _native.filter2d(img, *parts).shape == img.shape\n"
-            "    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-            "print(peak(1000), peak(1_000_000))")
-    small, large = map(int, subprocess.run([sys.executable, "-c", code], check=True,
-                                           capture_output=True, text=True).stdout.split())
-    assert large - small < 150_000, (small, large)  # kB
+    setup = ("import numpy as np\n"
+             "from medmnistc_fast import _native\n"
+             "from medmnistc_fast.corruptions import blur\n"
+             "parts = blur._defocus_parts(5.0, 0.2)\n"
+             "def defocus(h):\n"
+             "    img = np.random.default_rng(0).integers(0, 256, (h, 9, 1), np.uint8)\n"
+             "    assert _native.filter2d(img, *parts).shape == img.shape")
+    growth = peak_growth_kb(setup, "defocus(n)", 1000, 1_000_000)
+    assert growth < 150_000, growth  # kB
