@@ -10,7 +10,7 @@ import numpy as np
 from . import registry, rng
 from ._cpus import available_cpus
 from ._validation import (_is_int, as_hwc, as_nhwc, check_corruption, check_dataset,
-                          check_nonneg_int, check_seed, check_severity)
+                          check_nonneg_int, check_seed, check_severity, reject_masked)
 from .corruptions import kind_of
 from .corruptions._spec import Context
 
@@ -316,7 +316,7 @@ def corrupt_batch(images, corruption, severity, *, dataset, seed=None, start=0,
     ------
     TypeError
         As in :func:`corrupt` (for ``images``); ``start`` or ``num_threads`` not an int;
-        ``out`` not a uint8 ndarray.
+        ``out`` not a uint8 ndarray (a masked array included).
     ValueError
         As in :func:`corrupt` (for ``images``); a 3-D ``images`` whose shape looks like one
         ``(H, W, C)`` image (C in 1, 3, H, W >= 8: add a batch axis); ``start`` negative or
@@ -373,6 +373,10 @@ def _check_out(out, images, nhwc: np.ndarray) -> np.ndarray:
     """``out`` of :func:`corrupt_batch` checked, as an (N, H, W, C) view."""
     if not isinstance(out, np.ndarray):
         raise TypeError(f"out must be a numpy.ndarray; got {type(out).__name__}")
+    # A masked out kept its mask where the kernels write in place (the noises, colour, ...):
+    # the result came back fully hidden; elsewhere item assignment cleared it.
+    reject_masked(out, "out", why="the result would be written under its mask",
+                  want="a plain numpy.ndarray of dtype uint8")
     if out.dtype != np.uint8:
         raise TypeError(f"out must have dtype uint8; got {out.dtype}")
     if out.shape != np.shape(images):

@@ -306,6 +306,25 @@ def test_corrupt_batch_out_parameter():
         mf.corrupt_batch(imgs, "gaussian_noise", 2, dataset="dermamnist", out=frozen)
 
 
+def test_corrupt_batch_refuses_a_masked_out():
+    """A masked ``out`` is a TypeError naming it: the in-place kernels (noises, colour) wrote
+    under its mask, which stayed set, so the returned result was entirely masked (while
+    pixelate's item assignment cleared it); the buffer is left untouched."""
+    imgs = np.random.default_rng(6).integers(0, 256, (2, 20, 24, 3), dtype=np.uint8)
+    for corruption in ("gaussian_noise", "pixelate"):
+        data = np.full_like(imgs, 7)
+        out = np.ma.masked_array(data, mask=True)
+        with pytest.raises(TypeError, match=r"^out must be a plain numpy\.ndarray.*masked array"):
+            mf.corrupt_batch(imgs, corruption, 2, dataset="dermamnist", seed=1, out=out)
+        assert np.all(data == 7) and np.ma.count_masked(out) == data.size
+    # its plain .data view is the documented remedy and works
+    data = np.empty_like(imgs)
+    got = mf.corrupt_batch(imgs, "gaussian_noise", 2, dataset="dermamnist", seed=1,
+                           out=np.ma.masked_array(data, mask=True).data)
+    assert np.array_equal(got, mf.corrupt_batch(imgs, "gaussian_noise", 2,
+                                                dataset="dermamnist", seed=1))
+
+
 def test_chunks_run_once_each_on_at_most_the_requested_threads():
     """``_run_chunks`` covers [0, n) exactly once, never runs more chunks at a time than the
     requested thread count (even when the shared pool is larger), and re-raises a chunk's error."""
