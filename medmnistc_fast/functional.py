@@ -399,10 +399,8 @@ def stain_deposit(image, x, y, ink, *, ink_side: int = 24, side: int | None = No
     """Zero the pixels under ink marks of the reference's ink set (``assets/inks.npz``).
     """
     xs, ys = _int_array(x, "x"), _int_array(y, "y")
-    inks = _int_array(ink, "ink", minimum=0)
+    inks = _int_array(ink, "ink", minimum=0, maximum=9)  # the set's ten masks
     _same_length(x=xs, y=ys, ink=inks)
-    if inks.size and inks.max() > 9:
-        raise ValueError(f"ink must hold mask indices 0..9; got {ink!r}")
     if not _is_int(ink_side):
         raise TypeError(f"ink_side must be an int, one of 12, 16, 24, 32, 42; got {ink_side!r}")
     if ink_side not in (12, 16, 24, 32, 42):
@@ -466,8 +464,6 @@ def characters(image, texts, x, y, colors, *, font_size: float = 6.3) -> np.ndar
             or (cols.size and (int(cols.min()) < 0 or int(cols.max()) > 255)):
         raise ValueError(f"colors must be (n, 3) ints in 0..255; got {colors!r}")
     _same_length(texts=texts, x=xs, y=ys, colors=cols)
-    size = check_positive(font_size, "font_size", upper=MAX_RADIUS)
-    if size < 1.0:
-        raise ValueError(f"font_size must be in [1, {MAX_RADIUS}] pixels; got {font_size!r}")
+    size = check_positive(font_size, "font_size", lower=1.0, upper=MAX_RADIUS)
     return _run("characters", image, texts=tuple(texts), sizes=(size,) * len(texts), x=xs, y=ys,
                 colors=cols.astype(np.int64))

@@ -82,7 +82,17 @@ def test_functional_equals_public_with_same_values(rgb224):
     (lambda x: F.saturate(x, 2.0), r"shift must be a real number in \[-1, 1\]"),
     (lambda x: F.black_corner(x, -1), "radius must be a non-negative int"),
     (lambda x: F.stain_deposit(x, [1, 2], [3], [0]), "must have the same length"),
-    (lambda x: F.stain_deposit(x, [1], [3], [10]), "ink must hold mask indices 0..9"),
+    # the set's ten masks, 0..9, for a value too high or too low (-1 was told "0..1073741824")
+    (lambda x: F.stain_deposit(x, [1], [3], [10]), r"^ink must hold ints in 0\.\.9; got \[10\]"),
+    (lambda x: F.stain_deposit(x, [1], [3], [-1]), r"^ink must hold ints in 0\.\.9; got \[-1\]"),
+    # font_size in [1, 1024] for every out-of-range value (0 and -1 were told "> 0", though
+    # 0.5 is refused too)
+    (lambda x: F.characters(x, ["a"], [1], [5], [[0, 0, 0]], font_size=0),
+     r"^font_size must be in \[1, 1024\]; got 0$"),
+    (lambda x: F.characters(x, ["a"], [1], [5], [[0, 0, 0]], font_size=-1.0),
+     r"^font_size must be in \[1, 1024\]; got -1\.0$"),
+    (lambda x: F.characters(x, ["a"], [1], [5], [[0, 0, 0]], font_size=0.5),
+     r"^font_size must be in \[1, 1024\]; got 0\.5$"),
     (lambda x: F.bubble(x, [1], [1], [-3]), "radius must hold ints in 0..1024"),
     (lambda x: F.characters(x, "abc", [1], [1], [[0, 0, 0]]), "texts must be a sequence"),
     (lambda x: F.characters(x, ["abc"], [1], [1], [[0, 0, 300]]), "colors must be"),
@@ -127,7 +137,7 @@ def test_wrong_types_are_type_errors(call, match, rgb224):
      r"^alias_sigma must be a real number in \[0\.001, 1024\];"),
     (lambda x: F.gaussian_noise(x, [0.1]), r"^sigma must be a real number > 0 and finite;"),
     (lambda x: F.characters(x, ["a"], [1], [5], [[0, 0, 0]], font_size="6"),
-     r"^font_size must be a real number > 0 and <= 1024;"),
+     r"^font_size must be a real number in \[1, 1024\];"),
     (lambda x: F.bubble(x, [1], [1], [3], border=2.0),
      r"^border must be a non-negative int <= 1024;"),
     (lambda x: F.stain_deposit(x, [1], [1], [0], side=3.0),
