@@ -1182,7 +1182,8 @@ def relative_corruption_error(
     Raises
     ------
     TypeError
-        If ``errors`` is not real-valued or ``clean_error`` is not a real number (either a masked array).
+        If ``errors`` is not real-valued or ``clean_error`` is not a real number (either a masked array), or
+        ``form`` is not a str.
     ValueError
         As :func:`corruption_error`; if ``clean_error`` is outside ``[0, 1]``; if ``form`` is unknown; with
         ``form="ratio"`` and ``clean_error == 0`` (a perfect clean model: the ratio is undefined, use the
@@ -1194,6 +1195,11 @@ def relative_corruption_error(
     .. [3] Zhang et al., MICCAI 2022.
     .. [5] Hendrycks and Dietterich, ICLR 2019.
     """
+    # a str first: an array form was compared element-wise by ``in`` and raised NumPy's
+    # "truth value of an array ... is ambiguous", which named no argument
+    if not isinstance(form, str):
+        raise TypeError(f"form must be a str, one of ['difference', 'ratio']; got {form!r} "
+                        f"({type(form).__name__})")
     if form not in ("difference", "ratio"):
         raise ValueError(f"form must be one of ['difference', 'ratio']; got {form!r}")
     e = _check_errors(errors)

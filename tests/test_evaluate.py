@@ -945,6 +945,12 @@ def test_relative_corruption_error_hand():
         (lambda: ev.mean_corruption_error([0.1, 0.2]), ValueError, "errors"),
         (lambda: ev.mean_corruption_error({"a": [0.1, -0.1]}), ValueError, r"errors\['a'\]"),
         (lambda: ev.relative_corruption_error([0.1], 0.1, form="log"), ValueError, "form"),
+        # a non-str form is a TypeError naming it (an array raised NumPy's "truth value of an
+        # array ... is ambiguous", naming nothing; None and lists were "unknown" values)
+        (lambda: ev.relative_corruption_error([0.1], 0.1, form=np.array(["ratio", "difference"])),
+         TypeError, r"^form must be a str, one of \['difference', 'ratio'\]"),
+        (lambda: ev.relative_corruption_error([0.1], 0.1, form=None), TypeError, r"^form must be a str"),
+        (lambda: ev.relative_corruption_error([0.1], 0.1, form=["ratio"]), TypeError, r"^form must be a str"),
         (lambda: ev.relative_corruption_error([0.1], 1.5), ValueError, "clean_error"),
         # a subnormal clean error used to overflow the ratio to inf
         (lambda: ev.relative_corruption_error([0.5], 5e-324, form="ratio"), ValueError, "clean_error"),
