@@ -359,6 +359,10 @@ def _int_array(values, name: str, *, minimum=-MAX_COORD, maximum=MAX_COORD) -> n
         arr = np.asarray(values)
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be a sequence of ints; got {values!r}") from None
+    if arr.ndim == 1 and arr.size and arr.dtype == object and all(_is_int(v) for v in arr):
+        # ints beyond the uint64 range make an object array: a value out of range, as 2**63
+        # (uint64) is, not a wrong type
+        raise ValueError(f"{name} must hold ints in {minimum}..{maximum}; got {values!r}")
     if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
         raise TypeError(f"{name} must be a 1-D sequence of ints; got {values!r}")
     if arr.size and (int(arr.min()) < minimum or int(arr.max()) > maximum):

@@ -206,6 +206,23 @@ def test_ints_beyond_the_float_range_are_value_errors():
             call()
 
 
+@pytest.mark.parametrize("call, match", [
+    (lambda x: F.bubble(x, [2 ** 64], [1], [3]),
+     r"^x must hold ints in -1073741824\.\.1073741824; got \[18446744073709551616\]$"),
+    (lambda x: F.bubble(x, [1, 2], [1, 1], [3, 2 ** 70]), r"^radius must hold ints in 0\.\.1024;"),
+    (lambda x: F.characters(x, ["a"], [1], [-2 ** 70], [[0, 0, 0]]),
+     r"^y must hold ints in -1073741824\.\.1073741824;"),
+    (lambda x: F.stain_deposit(x, [1], [1], [np.int64(0), 2 ** 64][1:]),
+     r"^ink must hold ints in 0\.\.9;"),
+])
+def test_ints_past_uint64_are_out_of_range_not_a_type_error(call, match, rgb224):
+    """Ints beyond the uint64 range make NumPy build an object array; they are a ValueError
+    stating the range, as 2**63 (a uint64 array) is, not the TypeError "must be a 1-D sequence
+    of ints" they got."""
+    with pytest.raises(ValueError, match=match):
+        call(rgb224[0])
+
+
 def test_out_of_range_parameters_rejected_clearly():
     # Found by a newcomer trial: each used to segfault, wrap silently, end in MemoryError or
     # raise from deep inside a kernel.
