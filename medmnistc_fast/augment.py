@@ -295,8 +295,7 @@ def _param_ok(corruption: str, param, ranges: tuple, rule=None) -> bool:
                 and any(tuple(param) == tuple(_box_side(lo, hi, j) for lo, hi in ranges)
                         for j in range(BOX_GRID_POINTS)))
     if rule == "zoom":
-        return (isinstance(param, (tuple, list)) and len(param) > 0
-                and all(within(z, "float", 1.0, ranges[0][1]) for z in param))
+        return _zoom_ok(param, ranges, within)
     if rule == "stain":
         return (isinstance(param, (tuple, list)) and len(param) == 2
                 and within(param[0], "int", *ranges[0]) and _is_int(param[1])
@@ -304,6 +303,28 @@ def _param_ok(corruption: str, param, ranges: tuple, rule=None) -> bool:
     values = (param,) if len(rule) == 1 else param
     return (isinstance(values, (tuple, list)) and len(values) == len(rule)
             and all(within(v, k, lo, hi) for v, k, (lo, hi) in zip(values, rule, ranges)))
+
+
+def _zoom_ok(param, ranges: tuple, within) -> bool:
+    """Whether ``param`` is a zoom list :func:`_draw_param` can give: ``1, 1 + s, ..., 1 + s k``
+    with the step ``s`` in ``ranges[1]`` and a drawn top ``t`` in ``ranges[0]`` that yields
+    exactly these zooms (``1 + s k <= t < 1 + s (k + 1)``); floats within a relative 1e-9.
+    Checking only that every zoom lies in ``[1, top]`` let ``(1.0, 1.1)`` through for a
+    transform whose steps are at most 0.03 and whose tops are at least 1.11."""
+    if not (isinstance(param, (tuple, list)) and len(param) > 0
+            and all(within(z, "float", 1.0, ranges[0][1]) for z in param)):
+        return False
+    (top_lo, top_hi), (step_lo, step_hi) = ranges
+    zooms = [float(z) for z in param]
+    if not within(zooms[0], "float", 1.0, 1.0):
+        return False
+    slack = 1e-9 * max(1.0, top_hi)
+    if len(zooms) == 1:  # drawn when the step exceeds the top's distance from 1
+        return 1.0 + step_hi > top_lo - slack
+    step = zooms[1] - zooms[0]
+    return (within(step, "float", step_lo, step_hi)
+            and all(abs(z - (1.0 + step * k)) <= slack for k, z in enumerate(zooms))
+            and zooms[-1] + step > top_lo - slack)
 
 
 def _make_drawer(corruption: str, ranges: tuple, rule=None):

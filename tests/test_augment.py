@@ -421,6 +421,12 @@ def test_apply_checks_hand_made_ops():
         Op("defocus_blur", 6.0, 0),                      # a pair is needed
         Op("zoom_blur", (0.5,), 0),
         Op("zoom_blur", (), 0),
+        # dermamnist's zoom tables: largest zooms 1.11-1.30 (arange tops), steps 0.01-0.03
+        Op("zoom_blur", (1.0, 1.1), 0),                  # step 0.1
+        Op("zoom_blur", (1.0,), 0),                      # would need a step above 0.11
+        Op("zoom_blur", (1.0, 1.02), 0),                 # stops short: the top is >= 1.11
+        Op("zoom_blur", (1.0, 1.02, 1.05), 0),           # not evenly spaced
+        Op("zoom_blur", (1.01, 1.03, 1.05), 0),          # does not start at 1
         Op("characters", (1, 7, -3.0), 5),
     ]
     for op in bad:
