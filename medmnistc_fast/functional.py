@@ -140,7 +140,10 @@ def gaussian_noise(image, sigma: float, *, seed=None) -> np.ndarray:
     ``x = image / 255``, independently per element.
 
     Sampled from the exact law of that expression for each input value (one draw per element),
-    so the output equals the reference's in distribution, not draw for draw.
+    so the output equals the reference's in distribution, not draw for draw. The law is that of
+    real arithmetic on ``x + n``: for sigma below about 1e-15 (noise within a few float64 ulps of
+    ``x``), where float64 rounding decides the output, it can differ (at sigma 1e-20 about half
+    of some values go one level down, where the float64 expression leaves them unchanged).
     """
     s = check_positive(sigma, "sigma")
     return _run("gaussian_noise", image, param=s, key=_noise_key(seed))
@@ -154,7 +157,9 @@ def gaussian_noise(image, sigma: float, *, seed=None) -> np.ndarray:
 def speckle_noise(image, sigma: float, *, seed=None) -> np.ndarray:
     """Multiplicative (speckle) noise: ``trunc(255 * clip(x + x * N(0, sigma), 0, 1))`` on
     ``x = image / 255``, independently per element (sampled from the exact law of that
-    expression, so equal to the reference's in distribution)."""
+    expression, so equal to the reference's in distribution; as for :func:`gaussian_noise`,
+    the law of real arithmetic, which float64 rounding departs from for sigma below about
+    1e-15)."""
     s = check_positive(sigma, "sigma")
     return _run("speckle_noise", image, param=s, key=_noise_key(seed))
 
