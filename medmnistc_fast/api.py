@@ -124,6 +124,10 @@ def get_num_threads() -> int:
     env = os.environ.get(_ENV_THREADS)
     if env:
         try:
+            # decimal ASCII digits only, as OMP_NUM_THREADS takes them: int() also read "1_0"
+            # as 10 and other scripts' digits ("\u0663" as 3)
+            if not (env.strip().isascii() and env.strip().isdigit()):
+                raise ValueError
             return _check_threads(int(env))
         except ValueError:
             raise ValueError(f"environment variable {_ENV_THREADS} must be an int in "

@@ -204,6 +204,13 @@ def test_num_threads_control(monkeypatch):
     monkeypatch.setenv("MEDMNISTC_FAST_NUM_THREADS", "5000")
     with pytest.raises(ValueError, match="MEDMNISTC_FAST_NUM_THREADS must be an int in 1..1024"):
         mf.get_num_threads()
+    # decimal ASCII digits only (int() alone took "1_0" as 10 and Arabic-Indic three as 3)
+    for text in ("1_0", "\u0663", "+2", "2.0", "0x2"):
+        monkeypatch.setenv("MEDMNISTC_FAST_NUM_THREADS", text)
+        with pytest.raises(ValueError, match="MEDMNISTC_FAST_NUM_THREADS must be an int"):
+            mf.get_num_threads()
+    monkeypatch.setenv("MEDMNISTC_FAST_NUM_THREADS", " 2 ")
+    assert mf.get_num_threads() == 2
 
 
 def test_keys_follow_documented_rule():
