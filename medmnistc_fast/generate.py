@@ -209,8 +209,11 @@ def _missing_message(path: str, size: int, dataset: str) -> str:
         get = (f"Get it with `pip install medmnist` then `python -m medmnist download "
                f"--size={size}` (downloads every dataset into ~/.medmnist), or from "
                f"{DOWNLOAD_URL}")
-    return (f"MedMNIST+ file not found: {path}. {get}; point --root (root=) at the folder "
-            f"holding it, or use --sample (sample=True) to run on the embedded sample images.")
+    # a mistyped --root: say so, or users look for a download problem
+    missing = "" if os.path.isdir(folder) else f" (the folder {folder} does not exist)"
+    return (f"MedMNIST+ file not found: {path}{missing}. {get}; point --root (root=) at the "
+            f"folder holding it, or use --sample (sample=True) to run on the embedded sample "
+            f"images.")
 
 
 # ======================================================================= argument normalisation

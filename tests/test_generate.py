@@ -604,6 +604,22 @@ def test_missing_file_message_points_at_the_likely_mistake(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_missing_root_folder_says_so(tmp_path):
+    # A mistyped --root: the message said only "file not found: /nonexistent/x.npz", the same
+    # as for a folder that lacks the file, so the folder itself was never suspected.
+    missing = tmp_path / "medmnst"
+    with pytest.raises(FileNotFoundError) as ei:
+        generate("octmnist", tmp_path / "out", root=missing, size=64, workers=1)
+    msg = str(ei.value)
+    assert f"{missing / 'octmnist_64.npz'} (the folder {missing} does not exist)." in msg
+    assert "pip install medmnist" in msg and "--size=64" in msg   # the download advice stays
+    assert not (tmp_path / "out").exists()
+    # an existing folder without the file: no such claim
+    with pytest.raises(FileNotFoundError) as ei:
+        generate("octmnist", tmp_path / "out", root=tmp_path, size=64, workers=1)
+    assert "does not exist" not in str(ei.value)
+
+
 def _extra_requirements(extra):
     """The requirements of a pyproject.toml extra, read with tomllib (Python 3.11+)."""
     tomllib = pytest.importorskip("tomllib")
