@@ -126,7 +126,8 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="images per task and zarr chunk, at most 1 GiB of images (default: "
                         "about 8 MiB of images, 16..1024 rows)")
     g.add_argument("--overwrite", action="store_true",
-                   help="replace outputs made with other parameters")
+                   help="replace outputs made with other parameters (their files that this "
+                        "run does not regenerate stay on disk, no longer in manifest.json)")
 
     p = sub.add_parser(
         "preview", parents=[common],

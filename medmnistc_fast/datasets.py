@@ -193,6 +193,19 @@ def _dataset_folder_hint(root: str, sub: str) -> str:
             f"generate --out folder, which holds {sub}/")
 
 
+def _other_split_hint(root: str, dataset: str, corruption: str, split: str) -> str:
+    """``""`` unless another split's folder (``generate --split``) holds ``corruption``: then a
+    hint naming the ``split=`` that opens it (a set generated with ``--split val`` was opened
+    without ``split="val"`` and the message said only "present: none")."""
+    found = [s for s in SPLITS if s != split
+             and any(os.path.exists(os.path.join(root, folder_name(dataset, s), corruption + ext))
+                     for ext in (".npz", ".zarr"))]
+    if not found:
+        return ""
+    return "; " + ", ".join(f"{folder_name(dataset, s)}/ holds {corruption}: pass split={s!r}"
+                            for s in found)
+
+
 def _manifest_entry(path: str):
     """The entry of ``manifest.json`` (beside ``path``) whose ``file`` is ``path``'s name, or
     None: no manifest, an unreadable or foreign one, or no entry for that file."""
@@ -359,7 +372,8 @@ class CorruptedSet:
     Raises
     ------
     FileNotFoundError
-        No file for the corruption under ``root`` (the message lists those present).
+        No file for the corruption under ``root`` (the message lists those present, and
+        names the ``split=`` whose folder holds it, if another does).
     ValueError, TypeError
         Unknown names, bad ``root``, ``severity`` (including a level the file does not hold),
         ``format`` or ``split``; a file without the split's arrays, or whose arrays do not
@@ -395,7 +409,8 @@ class CorruptedSet:
                 f"no corrupted set for {dataset}/{corruption} under {os.fspath(root)!r} "
                 f"(looked for {' and '.join(candidates[f] for f in order)}); present: "
                 f"{', '.join(present) or 'none'}"
-                f"{_dataset_folder_hint(root, folder_name(dataset, split or 'test'))}")
+                f"{_dataset_folder_hint(root, folder_name(dataset, split or 'test'))}"
+                f"{_other_split_hint(root, dataset, corruption, split or 'test')}")
         listed = _manifest_files(folder)
         if listed is not None and _manifest_entry(path) is None:
             raise ValueError(

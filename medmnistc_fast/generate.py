@@ -209,8 +209,11 @@ def _missing_message(path: str, size: int, dataset: str) -> str:
         get = (f"Get it with `pip install medmnist` then `python -m medmnist download "
                f"--size={size}` (downloads every dataset into ~/.medmnist), or from "
                f"{DOWNLOAD_URL}")
-    return (f"MedMNIST+ file not found: {path}. {get}; point --root (root=) at the folder "
-            f"holding it, or use --sample (sample=True) to run on the embedded sample images.")
+    # a mistyped --root: say so, or users look for a download problem
+    missing = "" if os.path.isdir(folder) else f" (the folder {folder} does not exist)"
+    return (f"MedMNIST+ file not found: {path}{missing}. {get}; point --root (root=) at the "
+            f"folder holding it, or use --sample (sample=True) to run on the embedded sample "
+            f"images.")
 
 
 # ======================================================================= argument normalisation
@@ -2103,7 +2106,25 @@ def _naming_folder(directory: str):
     except OSError as exc:
         if exc.filename is None and exc.errno is not None:
             raise OSError(exc.errno, f"{exc.strerror}, writing in {directory}") from exc
+        final = _output_of_temp(directory, exc.filename)
+        if final is not None and exc.errno is not None:
+            # "[Errno 13] Permission denied: 'out/flag/.bubble.npz.3f9c0a1b2d4e.tmp'" named a
+            # file the user never asked for: name the output, as _fileio's JSON writes do
+            raise type(exc)(exc.errno, f"cannot write {final!r}: {exc.strerror or exc}") from exc
         raise
+
+
+def _output_of_temp(directory: str, filename):
+    """The output file (``{directory}/{corruption}.npz`` or ``.zarr``) whose temporary file
+    (``.{name}.{12 hex}.tmp``, or a path inside that zarr store) ``filename`` is, else None."""
+    if not isinstance(filename, (str, os.PathLike)):
+        return None
+    rel = os.path.relpath(os.fspath(filename), directory)
+    first = rel.split(os.sep, 1)[0]
+    if not _TMP_RE.match(first):
+        return None
+    name = first[1:-len(".0123456789ab.tmp")]
+    return os.path.join(directory, name) if name.endswith((".npz", ".zarr")) else None
 
 
 @contextlib.contextmanager

@@ -509,8 +509,17 @@ def test_generated_val_split_reads_back(tmp_path):
     cs = CorruptedSet(tmp_path, "pathmnist", "pixelate", split="val")  # in pathmnist_val/
     assert cs.split == "val" and cs.n_per_severity == 3
     assert np.array_equal(cs[2 * 3][1], labs[0])
-    with pytest.raises(FileNotFoundError, match="pathmnist/pixelate.npz"):
+    with pytest.raises(FileNotFoundError, match="pathmnist/pixelate.npz") as ei:
         CorruptedSet(tmp_path, "pathmnist", "pixelate")  # the test split's folder
+    # the message names the split that holds the set (it said only "present: none")
+    assert str(ei.value).endswith("present: none; pathmnist_val/ holds pixelate: pass "
+                                  "split='val'")
+    with pytest.raises(FileNotFoundError) as ei:
+        CorruptedSet(tmp_path, "pathmnist", "pixelate", split="train")
+    assert str(ei.value).endswith("; pathmnist_val/ holds pixelate: pass split='val'")
+    with pytest.raises(FileNotFoundError) as ei:   # another corruption: no such hint
+        CorruptedSet(tmp_path, "pathmnist", "bubble")
+    assert "pass split=" not in str(ei.value)
 
 
 def test_another_tools_manifest_lists_nothing(tmp_path):

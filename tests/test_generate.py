@@ -389,6 +389,36 @@ def test_write_errors_name_the_output_folder(root, tmp_path, monkeypatch):
     assert info.value.filename == "/some/file" and info.value.strerror == "gone"
 
 
+def test_write_errors_name_the_output_not_its_temporary_file(root, tmp_path, monkeypatch):
+    """An error on an output's temporary file (a read-only output folder) named only
+    '.pixelate.npz.{12 hex}.tmp'; it names the output file now, with the same errno and type.
+    Temporary files that are not outputs (the unpacked input) keep the OS's message."""
+    import errno
+
+    from medmnistc_fast import generate as gen
+
+    def denied(self, job, entry, f):
+        if f is not None:
+            f.close()
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), job.tmp)
+
+    monkeypatch.setattr(gen._DatasetRun, "commit_job", denied)
+    out = tmp_path / "out"
+    with pytest.raises(PermissionError) as info:
+        generate(GRAY_DS, out, root=root, size=SIZE, seed=SEED, workers=1,
+                 corruptions="pixelate")
+    final = os.path.join(str(out), GRAY_DS, "pixelate.npz")
+    assert str(info.value) == (f"[Errno {errno.EACCES}] cannot write {final!r}: "
+                               f"{os.strerror(errno.EACCES)}")
+    assert info.value.errno == errno.EACCES
+    d = os.path.join(str(out), GRAY_DS)
+    inside = os.path.join(d, ".bubble.zarr.0123456789ab.tmp", "test_images", "c", "0")
+    assert gen._output_of_temp(d, inside) == os.path.join(d, "bubble.zarr")
+    assert gen._output_of_temp(d, os.path.join(d, ".input-test.0123456789ab.tmp")) is None
+    assert gen._output_of_temp(d, os.path.join(d, "pixelate.npz")) is None
+    assert gen._output_of_temp(d, "/elsewhere/.x.npz.0123456789ab.tmp") is None
+
+
 def test_chunk_size_bounded_by_memory(root, tmp_path):
     """A chunk over 1 GiB of images is refused before anything is written (it voided the bound
     on memory: up to 2 x workers + 1 chunks are in flight); 1 GiB exactly is accepted."""
@@ -602,6 +632,22 @@ def test_missing_file_message_points_at_the_likely_mistake(tmp_path):
         generate("chestmnist", tmp_path / "out", root=r, size=64, workers=1)
     assert "other sizes" not in str(ei.value) and "pip install medmnist" in str(ei.value)
     assert not (tmp_path / "out").exists()
+
+
+def test_missing_root_folder_says_so(tmp_path):
+    # A mistyped --root: the message said only "file not found: /nonexistent/x.npz", the same
+    # as for a folder that lacks the file, so the folder itself was never suspected.
+    missing = tmp_path / "medmnst"
+    with pytest.raises(FileNotFoundError) as ei:
+        generate("octmnist", tmp_path / "out", root=missing, size=64, workers=1)
+    msg = str(ei.value)
+    assert f"{missing / 'octmnist_64.npz'} (the folder {missing} does not exist)." in msg
+    assert "pip install medmnist" in msg and "--size=64" in msg   # the download advice stays
+    assert not (tmp_path / "out").exists()
+    # an existing folder without the file: no such claim
+    with pytest.raises(FileNotFoundError) as ei:
+        generate("octmnist", tmp_path / "out", root=tmp_path, size=64, workers=1)
+    assert "does not exist" not in str(ei.value)
 
 
 def _extra_requirements(extra):
