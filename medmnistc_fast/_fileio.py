@@ -7,13 +7,23 @@ permissions (``open``'s 0o666 masked by the umask).
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
+
+_TMP_RE = re.compile(r"^\.(.+)\.[0-9a-f]{12}\.tmp$")
 
 
 def tmp_name(directory: str, name: str) -> str:
     """A fresh temporary path ``directory/.{name}.{12 hex}.tmp``."""
     return os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
+
+
+def tmp_target(entry: str):
+    """The final name ``name`` of a temporary entry named as :func:`tmp_name` makes them
+    (``.{name}.{12 hex}.tmp``, a folder entry's name without its directory), else None."""
+    m = _TMP_RE.match(entry)
+    return m.group(1) if m else None
 
 
 def remove(path: str) -> None:

@@ -114,6 +114,7 @@ from ._npz import (NpzWriter, copy_member_data, crc32, deflate_segments, inspect
 from ._fileio import fsync_dir as _fsync_dir
 from ._fileio import remove as _remove
 from ._fileio import tmp_name as _tmp_name
+from ._fileio import tmp_target as _tmp_target
 from ._fileio import write_text_atomic as _write_text_atomic
 from ._cpus import available_cpus
 from ._version import __version__
@@ -161,7 +162,6 @@ _PIL_MODES = frozenset({"1", "L", "LA", "La", "P", "PA", "RGB", "RGBA", "RGBa", 
 _DEEP_RAWMODE = re.compile(r"^[IF](;|$)|;(12|16|24|32|64)")
 
 _MANIFEST_VERSION = 1
-_TMP_RE = re.compile(r"^\..+\.[0-9a-f]{12}\.tmp$")
 _CHUNK_BYTES = 8 << 20          # default task size: about 8 MiB of images
 _MIN_CHUNK, _MAX_CHUNK = 16, 1024
 _IO_BLOCK = 16 << 20
@@ -1242,7 +1242,7 @@ def _clean_temps(directory: str) -> list:
     removed = []
     if os.path.isdir(directory):
         for name in os.listdir(directory):
-            if _TMP_RE.match(name):
+            if _tmp_target(name) is not None:
                 _remove(os.path.join(directory, name))
                 removed.append(name)
     return removed
@@ -2120,11 +2120,8 @@ def _output_of_temp(directory: str, filename):
     if not isinstance(filename, (str, os.PathLike)):
         return None
     rel = os.path.relpath(os.fspath(filename), directory)
-    first = rel.split(os.sep, 1)[0]
-    if not _TMP_RE.match(first):
-        return None
-    name = first[1:-len(".0123456789ab.tmp")]
-    return os.path.join(directory, name) if name.endswith((".npz", ".zarr")) else None
+    name = _tmp_target(rel.split(os.sep, 1)[0])
+    return os.path.join(directory, name) if name and name.endswith((".npz", ".zarr")) else None
 
 
 @contextlib.contextmanager

@@ -37,3 +37,12 @@ def test_tmp_name_pattern(tmp_path):
     assert name.startswith(".a.npz.") and name.endswith(".tmp")
     assert len(name) == len(".a.npz.") + 12 + len(".tmp")
     assert set(name[len(".a.npz."):-len(".tmp")]) <= set("0123456789abcdef")
+
+
+def test_tmp_target_inverts_tmp_name(tmp_path):
+    for final in ("a.npz", "pixelate.zarr", "x.y.tmp", "manifest.json"):
+        assert _fileio.tmp_target(os.path.basename(_fileio.tmp_name(str(tmp_path), final))) == final
+    # not temporary entries: no leading dot, an 11-hex token, upper-case hex, a final name
+    for entry in ("a.npz.0123456789ab.tmp", ".a.npz.0123456789a.tmp", ".a.npz.0123456789AB.tmp",
+                  "a.npz", ".a.npz.0123456789ab.tmp.x"):
+        assert _fileio.tmp_target(entry) is None
