@@ -91,6 +91,7 @@ C-order bytes, in row order, and ``labels_sha256`` that of the labels' C-order b
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import io
 import json
@@ -2097,14 +2098,22 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     return results
 
 
+# errnos of a failed write that name no file (disk full, quota, I/O error, read-only or stale
+# file system, file too large)
+_STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG,
+                             errno.ESTALE})
+
+
 @contextlib.contextmanager
 def _naming_folder(directory: str):
     """Give an OSError that names no file (a write's ENOSPC or EIO, also from a worker) the
-    output folder it happened in: "[Errno 28] No space left on device" alone did not say where."""
+    output folder it happened in: "[Errno 28] No space left on device" alone did not say where.
+    Only storage errors: a worker pool's "[Errno 111] Connection refused" (its processes could
+    not start) read as a disk problem with the folder attached."""
     try:
         yield
     except OSError as exc:
-        if exc.filename is None and exc.errno is not None:
+        if exc.filename is None and exc.errno in _STORAGE_ERRNOS:
             raise OSError(exc.errno, f"{exc.strerror}, writing in {directory}") from exc
         final = _output_of_temp(directory, exc.filename)
         if final is not None and exc.errno is not None:

@@ -388,6 +388,14 @@ def test_write_errors_name_the_output_folder(root, tmp_path, monkeypatch):
                  corruptions="pixelate")
     assert info.value.filename == "/some/file" and info.value.strerror == "gone"
 
+    def refused(self):  # a worker pool that could not start: not a storage error
+        raise ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
+
+    monkeypatch.setattr(gen._DatasetRun, "write_side_files", refused)
+    with pytest.raises(ConnectionRefusedError, match=r"^\[Errno 111\] Connection refused$"):
+        generate(GRAY_DS, tmp_path / "third", root=root, size=SIZE, seed=SEED, workers=1,
+                 corruptions="pixelate")
+
 
 def test_write_errors_name_the_output_not_its_temporary_file(root, tmp_path, monkeypatch):
     """An error on an output's temporary file (a read-only output folder) named only
