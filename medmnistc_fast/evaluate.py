@@ -1072,8 +1072,13 @@ def _check_errors(errors: Any, name: str = "errors") -> np.ndarray:
     if e.ndim not in (1, 2) or e.shape[-1] == 0 or e.size == 0:
         raise ValueError(f"{name} must have shape (S,) or (C, S) with S >= 1 severities; got shape {e.shape}")
     e = e.astype(np.float64)
-    if not np.all((e >= 0.0) & (e <= 1.0)):  # also rejects NaN
-        raise ValueError(f"{name} must be error rates in [0, 1]")
+    bad = ~((e >= 0.0) & (e <= 1.0))  # also NaN
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        value = float(e[where])
+        hint = " (percentages? divide by 100)" if 1.0 < value <= 100.0 else ""
+        raise ValueError(f"{name} must be error rates in [0, 1]; got {value} at index "
+                         f"{where if len(where) > 1 else where[0]}{hint}")
     return e
 
 

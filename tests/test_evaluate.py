@@ -936,8 +936,12 @@ def test_relative_corruption_error_hand():
 @pytest.mark.parametrize(
     "call, exc, match",
     [
-        (lambda: ev.corruption_error([0.1, 1.2]), ValueError, "errors"),
-        (lambda: ev.corruption_error([0.1, np.nan]), ValueError, "errors"),
+        # the message shows the first value out of range and where it is
+        (lambda: ev.corruption_error([0.1, 1.2]), ValueError,
+         r"^errors must be error rates in \[0, 1\]; got 1\.2 at index 1 \(percentages\? divide"),
+        (lambda: ev.corruption_error([[0.1, 0.2], [0.3, np.nan]]), ValueError,
+         r"^errors must be error rates in \[0, 1\]; got nan at index \(1, 1\)$"),
+        (lambda: ev.corruption_error([0.1, -0.5, 250.0]), ValueError, r"got -0\.5 at index 1$"),
         (lambda: ev.corruption_error([]), ValueError, "errors"),
         (lambda: ev.corruption_error(np.zeros((2, 2, 2))), ValueError, "errors"),
         (lambda: ev.corruption_error(["a"]), TypeError, "errors"),
