@@ -157,7 +157,8 @@ def _build_parser() -> argparse.ArgumentParser:
                                     "in medmnistc_fast/registry.py; pixel sizes at 224 px, or "
                                     "96 px for pathology96).")
     ls.add_argument("--dataset", metavar="NAME", default=None,
-                    help="one dataset flag or pathology suite (default: all of them)")
+                    help="one dataset flag or pathology suite (omitted: every dataset and "
+                         "suite)")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
     return parser
 
