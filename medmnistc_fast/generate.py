@@ -1353,7 +1353,10 @@ def _param_diff(old: dict, new: dict) -> list:
     diffs = [f"{k}={old.get(k)!r} (now {new[k]!r})" for k in _COMPARED if old.get(k) != new[k]]
     if "environment" in old:  # manifests written before it was recorded are not compared
         diffs += _environment_diff(old["environment"], new["environment"])
-    oi, ni = old.get("input") or {}, new["input"]
+    # a damaged manifest may hold any JSON there: a non-dict is "no input recorded" (a diff),
+    # not an AttributeError that even --overwrite could not get past
+    oi, ni = old.get("input"), new["input"]
+    oi = oi if isinstance(oi, dict) else {}
     for k in ("sha256", "n"):
         if oi.get(k) != ni.get(k):
             diffs.append(f"input {k}={oi.get(k)!r} (now {ni.get(k)!r})")

@@ -493,6 +493,29 @@ def test_other_severities_refused(root, tmp_path):
     assert res[0]["written"] == ["pixelate"]
 
 
+@pytest.mark.parametrize("damaged", [["x"], "x", 7])
+def test_damaged_manifest_input_is_a_difference_not_a_crash(root, tmp_path, damaged):
+    """A manifest whose ``input`` is valid JSON but not an object (hand-edited, another tool's)
+    was an AttributeError, with and without overwrite: --overwrite could not repair the folder."""
+    generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
+             corruptions="pixelate")
+    d = output_dir(tmp_path, GRAY_DS)
+    path = os.path.join(d, "pixelate.npz")
+    first = sha(path)
+    mpath = os.path.join(d, "manifest.json")
+    m = read_json(mpath)
+    m["input"] = damaged
+    with open(mpath, "w", encoding="utf-8") as f:
+        json.dump(m, f)
+    with pytest.raises(ValueError, match=r"input sha256=None .*--overwrite"):
+        generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
+                 corruptions="pixelate")
+    res = generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
+                   corruptions="pixelate", overwrite=True)
+    assert res[0]["written"] == ["pixelate"]
+    assert sha(path) == first and isinstance(read_json(mpath)["input"], dict)
+
+
 def test_foreign_files_not_clobbered(root, tmp_path):
     d = output_dir(tmp_path, GRAY_DS)
     os.makedirs(d)
