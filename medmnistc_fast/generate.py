@@ -1169,6 +1169,32 @@ def _compute_checked(environment: dict, task: _Task, *images):
     return _compute(task, *images)
 
 
+def _check_scheduler_file(path: str) -> None:
+    """ValueError naming ``scheduler`` unless the file ``path`` holds what ``dask scheduler
+    --scheduler-file`` writes: a JSON object with a str ``"address"``. dask.distributed's Client
+    read a damaged one as an AssertionError (``assert ip is not None``) or a TypeError from its
+    own code. Read up to 10 times over about half a second, as the scheduler may be writing it
+    (the Client itself retries 10 times)."""
+    import time
+
+    for attempt in range(10):
+        try:
+            with open(path, encoding="utf-8") as f:
+                cfg = json.load(f)
+        except ValueError as exc:  # not JSON (yet), or not UTF-8
+            why = f"not JSON ({exc})"
+        else:
+            address = cfg.get("address") if isinstance(cfg, dict) else None
+            if isinstance(address, str) and address:
+                return
+            why = f"no str \"address\": {' '.join(_dumps(cfg).split())[:80]}"
+        if attempt < 9:
+            time.sleep(0.05)
+    raise ValueError(f"scheduler must be a scheduler address (tcp://host:8786) or a scheduler "
+                     f"file: a JSON object with an \"address\", as `dask scheduler "
+                     f"--scheduler-file FILE` writes; {path} holds {why}")
+
+
 class _DaskRunner:
     inband = True
     direct_write = False
@@ -1912,7 +1938,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         unknown ``split`` or ``fmt``; a damaged or malformed input (not a zip, missing arrays,
         wrong dtype or shape, CRC error; for a folder, see ``folder``); outputs made with other
         parameters without ``overwrite``; ``workers`` > 1 from a script read from standard
-        input. Inputs are all checked before anything is written.
+        input; a ``scheduler`` file (``.json``) that holds no scheduler address (not JSON,
+        or no str ``"address"``). Inputs are all checked before anything is written.
     TypeError
         Arguments of the wrong type (``dataset`` None or not a str or sequence of str; a
         mapping as ``dataset``, ``corruptions`` or ``severities``;
@@ -1997,6 +2024,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
             f"scheduler file not found: {os.fspath(scheduler)} (the file that `dask scheduler "
             f"--scheduler-file FILE` writes once it runs); start the scheduler first, or pass "
             f"its address (tcp://host:8786)")
+    if isinstance(scheduler, (str, os.PathLike)) and os.fspath(scheduler).endswith(".json"):
+        _check_scheduler_file(os.fspath(scheduler))
     if scheduler is None:
         workers = _resolve_workers(workers)
     if fmt == "zarr":

@@ -1035,6 +1035,19 @@ def test_missing_scheduler_file_is_named_and_nothing_written(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("text", ["{garbage", "[]", "{}", '{"address": 5}', '{"address": ""}',
+                                  "\udcff"])
+def test_damaged_scheduler_file_is_named_and_nothing_written(tmp_path, text):
+    # dask's Client read these as a bare AssertionError ("assert ip is not None", after 10
+    # retries) or a TypeError from its own code, neither naming --scheduler or the file.
+    sched = tmp_path / "sched.json"
+    sched.write_bytes(text.encode("utf-8", "surrogateescape"))
+    with pytest.raises(ValueError, match=r"scheduler must be .*\"address\".*sched\.json holds"):
+        generate("breastmnist", tmp_path / "out", sample=True, sample_n=2, size=28,
+                 corruptions=["pixelate"], scheduler=str(sched))
+    assert not (tmp_path / "out").exists()
+
+
 def test_empty_out_is_rejected(tmp_path, monkeypatch):
     # out="" (an empty "$OUT" on the command line) used to write into the working directory.
     monkeypatch.chdir(tmp_path)
