@@ -1931,7 +1931,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         ``.json`` scheduler file that does not exist.
     ValueError
         Unknown dataset, corruption or severity; an empty (``''``) ``out``, ``root``,
-        ``folder`` or ``scheduler``; more than one input; ``seed`` negative, ``sample_n`` or
+        ``folder`` or ``scheduler``; more than one input; ``out`` the same folder as
+        ``folder``; ``seed`` negative, ``sample_n`` or
         ``chunk_size`` below 1, ``chunk_size`` over 1 GiB of images, ``size`` below 8 (above
         4096 for the sample) or given with
         ``folder`` / ``images``, ``workers`` outside 1..1024 or given with ``scheduler``;
@@ -1979,6 +1980,14 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     if n_inputs > 1:
         raise ValueError("pass one input: root= (MedMNIST+ files, --root), sample=True "
                          "(--sample), folder= (--from-folder) or images= with labels=")
+    if folder is not None and (os.path.realpath(check_folder(out, "out"))
+                               == os.path.realpath(check_folder(folder, "folder"))):
+        # {out}/{dataset} would sit beside the class folders: the next run (a resume) would
+        # scan it as one more class and stop at "class folder ... holds no images".
+        raise ValueError(f"out must be another folder than folder (--from-folder), whose "
+                         f"sub-folders are the classes: the outputs written there would be "
+                         f"read as a class by the next run; got out={os.fspath(out)!r} and "
+                         f"folder={os.fspath(folder)!r}, the same folder")
     single = folder is not None or images is not None or labels is not None
     if single:
         key = _single_input_dataset(dataset)
