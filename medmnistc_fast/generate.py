@@ -356,6 +356,21 @@ def _unimportable_main():
     return path if isinstance(path, str) and not os.path.exists(path) else None
 
 
+def _check_not_bootstrapping() -> None:
+    """RuntimeError if this process is a worker still importing the main module (a script that
+    calls :func:`generate` without ``if __name__ == "__main__":``, which pool workers re-run
+    on start): it used to start a second run in every worker, which stopped at the output
+    folder's lock with "being written by another generate run" and left the real run with a
+    BrokenProcessPool. ``_inheriting`` is the flag multiprocessing itself checks for this."""
+    import multiprocessing
+
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise RuntimeError("generate was called while a worker process of a generate run "
+                           "imported the main module: worker processes re-run the script's "
+                           "top level, so call generate under `if __name__ == '__main__':` "
+                           "(or pass workers=1)")
+
+
 #: Most worker processes a local run starts (as :data:`medmnistc_fast.api.MAX_THREADS` for
 #: threads): far above any machine's core count, low enough that a typo is refused.
 MAX_WORKERS = 1024
@@ -1890,7 +1905,9 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         affinity mask capped by a container's cgroup CPU quota). 1 runs in-process.
         Each worker runs one corruption thread (and decodes folder images). Workers import
         the main module: from a script read from standard input (``python -``) only 1 works
-        (the default then), so save such a script to a file first.
+        (the default then), so save such a script to a file first; in a script, call
+        ``generate`` under ``if __name__ == "__main__":`` (a call the workers reach while
+        importing it raises RuntimeError there, and the run stops with BrokenProcessPool).
     scheduler : str or dask.distributed.Client, optional
         Run the chunk tasks on a Dask distributed cluster: a scheduler address such as
         ``"tcp://host:8786"``, the path of a ``--scheduler-file`` JSON written by
@@ -1969,6 +1986,7 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     to a temporary raw file beside the outputs), at most ``2 * workers + 1`` chunks are in
     flight, and members are written by streaming.
     """
+    _check_not_bootstrapping()
     check_folder(out, "out")
     sample, compress = _check_bool(sample, "sample"), _check_bool(compress, "compress")
     overwrite, progress = _check_bool(overwrite, "overwrite"), _check_bool(progress, "progress")

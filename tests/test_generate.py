@@ -239,6 +239,25 @@ def test_script_from_stdin_runs_in_process(tmp_path, monkeypatch):
     assert res[0]["written"] == ["bubble"]
 
 
+def test_unguarded_script_names_the_main_guard(tmp_path):
+    """A script calling generate at its top level (no ``if __name__ == "__main__":``) with pool
+    workers: each worker re-ran it on start, and its second run stopped at the output folder's
+    lock with "being written by another generate run". The workers now say what is wrong."""
+    import subprocess
+
+    script = tmp_path / "unguarded.py"
+    script.write_text("from medmnistc_fast.generate import generate\n"
+                      "generate('breastmnist', 'out', sample=True, sample_n=2, size=28, "
+                      "workers=2, corruptions='pixelate')\n")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(mf.__file__)))
+    r = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, timeout=300,
+                       capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "RuntimeError: generate was called while a worker process" in r.stderr
+    assert "`if __name__ == '__main__':`" in r.stderr
+    assert "being written by another generate run" not in r.stderr
+
+
 def test_unknown_corruption_lists_valid_names_quoted(tmp_path):
     with pytest.raises(ValueError, match=r"corruption 'gaussian_noise' is not defined for dataset "
                                          r"'pathmnist'; valid corruptions: 'pixelate', "):
