@@ -541,8 +541,6 @@ def _input_rgb(dataset: str) -> bool:
 
 def _open_array_input(dataset: str, split: str, images, labels) -> _Input:
     """``images=`` / ``labels=``: validated; hashed chunk by chunk (never copied whole)."""
-    if images is None or labels is None:
-        raise TypeError("images= and labels= go together: pass both arrays")
     # before anything is written (corrupt_batch would refuse masked images only after the
     # output folder and manifest exist; np.asarray would drop the mask of labels)
     reject_masked(images, "images")
@@ -2007,6 +2005,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
                          f"read as a class by the next run; got out={os.fspath(out)!r} and "
                          f"folder={os.fspath(folder)!r}, the same folder")
     single = folder is not None or images is not None or labels is not None
+    if (images is None) != (labels is None):  # before the checks that assume both
+        raise TypeError("images= and labels= go together: pass both arrays")
     if single:
         key = _single_input_dataset(dataset)
         datasets = [key]

@@ -781,6 +781,10 @@ def test_bad_argument_types(root, tmp_path, kwargs, msg):
     # dimension exceeded")
     ({"sample": True, "sample_n": 10 ** 30, "workers": 1}, ValueError,
      r"^sample_n must be at most \d+ for 32 x 32 px gray images \(sample_n x size x size"),
+    # one of the pair (with size= given, as for the other inputs) said "size= (--size) does
+    # not apply to folder= (--from-folder) or images= input", not that the other is missing
+    ({"labels": np.zeros(2, np.int64)}, TypeError, r"^images= and labels= go together"),
+    ({"images": np.zeros((2, 8, 8), np.uint8)}, TypeError, r"^images= and labels= go together"),
 ])
 def test_bad_input_and_scheduler_types(tmp_path, kwargs, exc, msg):
     args = dict(size=SIZE, sample_n=2, corruptions="pixelate")
