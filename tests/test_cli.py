@@ -395,6 +395,13 @@ def test_missing_file_message_and_no_traceback(tmp_path):
      r"^medmnistc-fast: error: --sample-n must be at most 28532 for 224 x 224 px RGB images "),
     (["preview", "--dataset", "pathmnist", "--sample", "--sample-n", "100000", "--out", "x.png"],
      r"^medmnistc-fast: error: --sample-n must be at most 28532 for 224 x 224 px RGB images "),
+    # --sample-n without --sample was ignored: every image of the --root file was processed
+    (["generate", "--dataset", "pathmnist", "--root", ".", "--sample-n", "5", "--out", "x"],
+     r"^medmnistc-fast: error: --sample-n applies only to --sample .*got --sample-n 5 without"),
+    (["generate", "--dataset", "pathology96", "--from-folder", ".", "--sample-n", "5", "--out",
+      "x"], r"^medmnistc-fast: error: --sample-n applies only to --sample"),
+    (["preview", "--dataset", "pathmnist", "--root", ".", "--sample-n", "5", "--out", "x.png"],
+     r"^medmnistc-fast: error: --sample-n applies only to --sample"),
 ])
 def test_usage_errors(tmp_path, capsys, argv, msg, monkeypatch):
     # Exit status 2 alone does not say which check fired (argparse and every validation use it):
