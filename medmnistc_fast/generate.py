@@ -2125,7 +2125,7 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
                     if run.spool is not None:
                         _remove(run.spool)
                     if created is not None:
-                        shutil.rmtree(created, ignore_errors=True)
+                        _remove_created(run.dir, created)
                     raise
                 run.write_side_files()
                 run.write_manifest()
@@ -2207,6 +2207,23 @@ def _first_missing(path: str) -> str | None:
             break
         p = parent
     return top
+
+
+def _remove_created(directory: str, top: str) -> None:
+    """Undo a failed run's ``os.makedirs(directory)``, which created ``top`` and the folders
+    below it: ``directory`` (this run's own, written only under its lock) goes with its
+    content, the folders above it up to ``top`` only while empty. Another run may have started
+    writing beside it meanwhile (``{out}/{other dataset}/`` while a Dask cluster was still
+    timing out): ``shutil.rmtree(top)`` deleted that run's finished files."""
+    shutil.rmtree(directory, ignore_errors=True)
+    top = os.path.abspath(top)
+    p = os.path.abspath(directory)
+    while p != top and p.startswith(top + os.sep):
+        p = os.path.dirname(p)
+        try:
+            os.rmdir(p)   # only if empty
+        except OSError:
+            return
 
 
 # ================================================================================ image access

@@ -458,6 +458,41 @@ def test_unusable_dask_cluster_writes_nothing(root, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_failed_start_keeps_what_another_run_wrote_beside_it(root, reference, tmp_path):
+    """The cleanup of a run that fails before writing (here: Dask workers of other versions,
+    after a 30 s connection timeout in the field) removed the whole ``out`` it had created,
+    with the finished files another run had written into ``{out}/{other dataset}/`` since."""
+    pytest.importorskip("dask.distributed", reason="dask[distributed] not installed (test extra)")
+    out = tmp_path / "out"
+    ref_dir, _ = reference
+
+    class OtherVersions:  # stands in for a Client; meanwhile=True: another run writes RGB_DS
+        def __init__(self, meanwhile):
+            self.meanwhile = meanwhile
+
+        def submit(self, *args, **kwargs):
+            raise AssertionError("no task may be submitted")
+
+        def nthreads(self):
+            return {"tcp://w:1": 1}
+
+        def run(self, fn):
+            if self.meanwhile:
+                generate(RGB_DS, out, root=root, size=SIZE, seed=SEED, workers=1)
+            return {"tcp://w:1": dict(fn(), medmnistc_fast="0.0.1")}
+
+    with pytest.raises(RuntimeError, match="Dask workers must run the versions"):
+        generate(GRAY_DS, out, root=root, size=SIZE, scheduler=OtherVersions(True),
+                 corruptions="pixelate")
+    assert sorted(os.listdir(out)) == [RGB_DS]      # the failed run's own folder is gone
+    assert tree(out / RGB_DS) == tree(ref_dir / RGB_DS)
+    # alone, a failed start still leaves nothing, nested folders it created included
+    with pytest.raises(RuntimeError, match="Dask workers must run the versions"):
+        generate(GRAY_DS, tmp_path / "a" / "b", root=root, size=SIZE, split="val",
+                 scheduler=OtherVersions(False), corruptions="pixelate")
+    assert not (tmp_path / "a").exists()
+
+
 def test_dask_worker_joining_after_the_check_is_refused(root, tmp_path, monkeypatch):
     # The versions were checked once, on the workers present when generate started: a worker
     # that joined later (an adaptive cluster still at 0 workers, a replaced worker) ran every
