@@ -36,11 +36,10 @@ _PROG = "medmnistc-fast"
 def _int_at_least(minimum: int, what: str):
     """An argparse type: an int >= ``minimum``, with a message naming ``what`` is expected."""
     def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}; got {text!r}") from None
-        if v < minimum:
+        from ._validation import parse_decimal
+
+        v = parse_decimal(text)  # int() alone took "1_0" as 10 and "\u0663" as 3
+        if v is None or v < minimum:
             raise argparse.ArgumentTypeError(f"expected {what}; got {text!r}")
         return v
 

@@ -119,7 +119,7 @@ from ._cpus import available_cpus
 from ._version import __version__
 from ._validation import (_fmt_choices, as_hwc, check_dataset, check_folder, check_path,
                           missing_extra, reject_masked)
-from ._validation import defined_elsewhere, unknown_corruption_message
+from ._validation import defined_elsewhere, parse_decimal, unknown_corruption_message
 from ._validation import check_int as _check_int
 from .datasets import MANIFEST_GENERATOR, SPLITS, folder_name
 from .api import corrupt, corrupt_batch, severity_table
@@ -326,11 +326,10 @@ def _resolve_severities(severities) -> tuple:
     out = set()
     for v in values:
         if isinstance(v, str):
-            try:
-                v = int(v)
-            except ValueError:
+            text, v = v, parse_decimal(v)  # int() took "1_0" as 10, "\u0663" as 3
+            if v is None:
                 raise ValueError(f"severities must hold ints in 1..{registry.N_SEVERITIES}; "
-                                 f"got {v!r}") from None
+                                 f"got {text!r}")
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
             raise TypeError(f"severities must hold ints in 1..{registry.N_SEVERITIES}; got "
                             f"{v!r} ({type(v).__name__})")

@@ -347,6 +347,13 @@ def test_missing_file_message_and_no_traceback(tmp_path):
      r"generate: error: argument --root: not allowed with argument --sample$"),
     (["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--workers", "0"],
      r"generate: error: argument --workers: expected a positive integer; got '0'$"),
+    # decimal ASCII digits only: int() read "1_0" as 10 and Arabic-Indic three as 3
+    (["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--seed", "1_0"],
+     r"generate: error: argument --seed: expected an integer >= 0; got '1_0'$"),
+    (["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--workers", "\u0663"],
+     r"generate: error: argument --workers: expected a positive integer; got '\u0663'$"),
+    (["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--chunk-size", "+4"],
+     r"generate: error: argument --chunk-size: expected a positive integer; got '\+4'$"),
     (["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--format", "hdf5"],
      r"generate: error: argument --format: invalid choice: 'hdf5'"),
     (["preview", "--dataset", "octmnist", "--sample", "--out", "x.jpg"],

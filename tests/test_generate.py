@@ -746,6 +746,10 @@ def test_corruption_of_no_selected_dataset_names_its_datasets(tmp_path):
     ({"corruptions": "bubble"}, "'bubble' is not defined for dataset 'chestmnist'"),
     ({"severities": "0,2"}, r"severities must hold ints in 1\.\.5; got 0"),
     ({"severities": "x"}, r"severities must hold ints in 1\.\.5; got .x."),
+    # "1_0" was int()'s 10 (the message said "got 10"), Arabic-Indic three was taken as 3
+    ({"severities": "1_0"}, r"severities must hold ints in 1\.\.5; got '1_0'$"),
+    ({"severities": "\u0663"}, r"severities must hold ints in 1\.\.5; got '\u0663'$"),
+    ({"severities": ["2", "+3"]}, r"severities must hold ints in 1\.\.5; got '\+3'$"),
     ({"split": "dev"}, "split must be one of"),
     ({"fmt": "hdf5"}, "fmt must be one of"),
     # used to start 99999 worker processes (the machine ran out of memory first)
