@@ -69,6 +69,17 @@ def check_corruption(dataset: str, corruption) -> str:
     return corruption
 
 
+def parse_decimal(text: str):
+    """The int written in ``text`` as decimal ASCII digits (blanks around allowed), else None.
+
+    ``int()`` alone also reads ``"1_0"`` as 10, ``"+3"`` as 3 and other scripts' digits
+    (``"\u0663"``, Arabic-Indic three) as theirs: command-line and environment values take
+    plain digits only, as ``OMP_NUM_THREADS`` does.
+    """
+    t = text.strip()
+    return int(t) if t.isascii() and t.isdigit() else None
+
+
 def _is_int(x) -> bool:
     if type(x) is int:  # the common case, without the ABC checks below
         return True

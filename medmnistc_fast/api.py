@@ -10,7 +10,8 @@ import numpy as np
 from . import registry, rng
 from ._cpus import available_cpus
 from ._validation import (_is_int, as_hwc, as_nhwc, check_corruption, check_dataset,
-                          check_nonneg_int, check_seed, check_severity, reject_masked)
+                          check_nonneg_int, check_seed, check_severity, parse_decimal,
+                          reject_masked)
 from .corruptions import kind_of
 from .corruptions._spec import Context
 
@@ -124,11 +125,10 @@ def get_num_threads() -> int:
     env = os.environ.get(_ENV_THREADS)
     if env:
         try:
-            # decimal ASCII digits only, as OMP_NUM_THREADS takes them: int() also read "1_0"
-            # as 10 and other scripts' digits ("\u0663" as 3)
-            if not (env.strip().isascii() and env.strip().isdigit()):
+            value = parse_decimal(env)  # "1_0" and "\u0663" are not thread counts
+            if value is None:
                 raise ValueError
-            return _check_threads(int(env))
+            return _check_threads(value)
         except ValueError:
             raise ValueError(f"environment variable {_ENV_THREADS} must be an int in "
                              f"1..{MAX_THREADS}; got {env!r}") from None

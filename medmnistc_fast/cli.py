@@ -36,11 +36,10 @@ _PROG = "medmnistc-fast"
 def _int_at_least(minimum: int, what: str):
     """An argparse type: an int >= ``minimum``, with a message naming ``what`` is expected."""
     def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}; got {text!r}") from None
-        if v < minimum:
+        from ._validation import parse_decimal
+
+        v = parse_decimal(text)  # int() alone took "1_0" as 10 and "\u0663" as 3
+        if v is None or v < minimum:
             raise argparse.ArgumentTypeError(f"expected {what}; got {text!r}")
         return v
 
@@ -66,8 +65,8 @@ def _add_source(p: argparse.ArgumentParser, folder: bool = False) -> None:
                               "label = class index; files sorted by name), all images of one "
                               "size; any dataset key, e.g. pathology96, pathology224 or "
                               "pathology (suite picked from the image size)")
-    p.add_argument("--sample-n", type=_positive_int, default=30, metavar="N",
-                   help="images per split of the sample (default 30)")
+    p.add_argument("--sample-n", type=_positive_int, default=None, metavar="N",
+                   help="images per split of the sample (default 30); only with --sample")
     p.add_argument("--size", type=_positive_int, default=None,
                    help="image side in pixels (default 224): MedMNIST+ files come at 28, 64, "
                         "128 and 224; with --sample any side in 8..4096"
@@ -163,6 +162,17 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _sample_n(args) -> int:
+    """``--sample-n`` (default 30); a ValueError without ``--sample``, which alone reads it:
+    ``--root DIR --sample-n 5`` processed every image of the file without a word."""
+    if args.sample_n is None:
+        return 30
+    if not args.sample:
+        raise ValueError(f"--sample-n applies only to --sample (images per split of the "
+                         f"embedded sample); got --sample-n {args.sample_n} without --sample")
+    return args.sample_n
+
+
 def _cmd_generate(args) -> int:
     from .generate import PATHOLOGY_AUTO, folder_suite, generate
 
@@ -176,7 +186,7 @@ def _cmd_generate(args) -> int:
             print(f"{_PROG}: {h} x {w} px images: using the {dataset} suite "
                   f"(pathology96 up to 160 px, pathology224 above)", file=sys.stderr)
     results = generate(dataset, args.out, root=args.root, sample=args.sample,
-                       folder=args.from_folder, sample_n=args.sample_n, size=args.size,
+                       folder=args.from_folder, sample_n=_sample_n(args), size=args.size,
                        split=args.split,
                        corruptions=args.corruptions, severities=args.severities,
                        seed=args.seed, workers=args.workers, scheduler=args.scheduler,
@@ -208,7 +218,7 @@ def _cmd_preview(args) -> int:
                          f"the grid for your own image from Python: medmnistc_fast.generate."
                          f"render_preview(image, {args.dataset!r}).save('grid.png')")
     img = load_images(args.dataset, args.index, root=args.root, sample=args.sample,
-                      sample_n=args.sample_n, size=224 if args.size is None else args.size,
+                      sample_n=_sample_n(args), size=224 if args.size is None else args.size,
                       split=args.split)[0]
     grid = render_preview(img, args.dataset, seed=args.seed, index=args.index,
                           corruptions=args.corruptions)

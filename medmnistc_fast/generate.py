@@ -121,7 +121,7 @@ from ._cpus import available_cpus
 from ._version import __version__
 from ._validation import (_fmt_choices, as_hwc, check_dataset, check_folder, check_path,
                           missing_extra, reject_masked)
-from ._validation import defined_elsewhere, unknown_corruption_message
+from ._validation import defined_elsewhere, parse_decimal, unknown_corruption_message
 from ._validation import check_int as _check_int
 from .datasets import MANIFEST_GENERATOR, SPLITS, folder_name
 from .api import corrupt, corrupt_batch, severity_table
@@ -330,11 +330,10 @@ def _resolve_severities(severities) -> tuple:
     out = set()
     for v in values:
         if isinstance(v, str):
-            try:
-                v = int(v)
-            except ValueError:
+            text, v = v, parse_decimal(v)  # int() took "1_0" as 10, "\u0663" as 3
+            if v is None:
                 raise ValueError(f"severities must hold ints in 1..{registry.N_SEVERITIES}; "
-                                 f"got {v!r}") from None
+                                 f"got {text!r}")
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
             raise TypeError(f"severities must hold ints in 1..{registry.N_SEVERITIES}; got "
                             f"{v!r} ({type(v).__name__})")
@@ -358,6 +357,21 @@ def _unimportable_main():
     spawn) import the main module first, and die on such a path."""
     path = getattr(sys.modules.get("__main__"), "__file__", None)
     return path if isinstance(path, str) and not os.path.exists(path) else None
+
+
+def _check_not_bootstrapping() -> None:
+    """RuntimeError if this process is a worker still importing the main module (a script that
+    calls :func:`generate` without ``if __name__ == "__main__":``, which pool workers re-run
+    on start): it used to start a second run in every worker, which stopped at the output
+    folder's lock with "being written by another generate run" and left the real run with a
+    BrokenProcessPool. ``_inheriting`` is the flag multiprocessing itself checks for this."""
+    import multiprocessing
+
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise RuntimeError("generate was called while a worker process of a generate run "
+                           "imported the main module: worker processes re-run the script's "
+                           "top level, so call generate under `if __name__ == '__main__':` "
+                           "(or pass workers=1)")
 
 
 #: Most worker processes a local run starts (as :data:`medmnistc_fast.api.MAX_THREADS` for
@@ -530,8 +544,6 @@ def _input_rgb(dataset: str) -> bool:
 
 def _open_array_input(dataset: str, split: str, images, labels) -> _Input:
     """``images=`` / ``labels=``: validated; hashed chunk by chunk (never copied whole)."""
-    if images is None or labels is None:
-        raise TypeError("images= and labels= go together: pass both arrays")
     # before anything is written (corrupt_batch would refuse masked images only after the
     # output folder and manifest exist; np.asarray would drop the mask of labels)
     reject_masked(images, "images")
@@ -1173,6 +1185,32 @@ def _compute_checked(environment: dict, task: _Task, *images):
     return _compute(task, *images)
 
 
+def _check_scheduler_file(path: str) -> None:
+    """ValueError naming ``scheduler`` unless the file ``path`` holds what ``dask scheduler
+    --scheduler-file`` writes: a JSON object with a str ``"address"``. dask.distributed's Client
+    read a damaged one as an AssertionError (``assert ip is not None``) or a TypeError from its
+    own code. Read up to 10 times over about half a second, as the scheduler may be writing it
+    (the Client itself retries 10 times)."""
+    import time
+
+    for attempt in range(10):
+        try:
+            with open(path, encoding="utf-8") as f:
+                cfg = json.load(f)
+        except ValueError as exc:  # not JSON (yet), or not UTF-8
+            why = f"not JSON ({exc})"
+        else:
+            address = cfg.get("address") if isinstance(cfg, dict) else None
+            if isinstance(address, str) and address:
+                return
+            why = f"no str \"address\": {' '.join(_dumps(cfg).split())[:80]}"
+        if attempt < 9:
+            time.sleep(0.05)
+    raise ValueError(f"scheduler must be a scheduler address (tcp://host:8786) or a scheduler "
+                     f"file: a JSON object with an \"address\", as `dask scheduler "
+                     f"--scheduler-file FILE` writes; {path} holds {why}")
+
+
 class _DaskRunner:
     inband = True
     direct_write = False
@@ -1357,7 +1395,10 @@ def _param_diff(old: dict, new: dict) -> list:
     diffs = [f"{k}={old.get(k)!r} (now {new[k]!r})" for k in _COMPARED if old.get(k) != new[k]]
     if "environment" in old:  # manifests written before it was recorded are not compared
         diffs += _environment_diff(old["environment"], new["environment"])
-    oi, ni = old.get("input") or {}, new["input"]
+    # a damaged manifest may hold any JSON there: a non-dict is "no input recorded" (a diff),
+    # not an AttributeError that even --overwrite could not get past
+    oi, ni = old.get("input"), new["input"]
+    oi = oi if isinstance(oi, dict) else {}
     for k in ("sha256", "n"):
         if oi.get(k) != ni.get(k):
             diffs.append(f"input {k}={oi.get(k)!r} (now {ni.get(k)!r})")
@@ -1865,7 +1906,9 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         affinity mask capped by a container's cgroup CPU quota). 1 runs in-process.
         Each worker runs one corruption thread (and decodes folder images). Workers import
         the main module: from a script read from standard input (``python -``) only 1 works
-        (the default then), so save such a script to a file first.
+        (the default then), so save such a script to a file first; in a script, call
+        ``generate`` under ``if __name__ == "__main__":`` (a call the workers reach while
+        importing it raises RuntimeError there, and the run stops with BrokenProcessPool).
     scheduler : str or dask.distributed.Client, optional
         Run the chunk tasks on a Dask distributed cluster: a scheduler address such as
         ``"tcp://host:8786"``, the path of a ``--scheduler-file`` JSON written by
@@ -1906,14 +1949,16 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
         ``.json`` scheduler file that does not exist.
     ValueError
         Unknown dataset, corruption or severity; an empty (``''``) ``out``, ``root``,
-        ``folder`` or ``scheduler``; more than one input; ``seed`` negative, ``sample_n`` or
+        ``folder`` or ``scheduler``; more than one input; ``out`` the same folder as
+        ``folder``; ``seed`` negative, ``sample_n`` or
         ``chunk_size`` below 1, ``chunk_size`` over 1 GiB of images, ``size`` below 8 (above
         4096 for the sample) or given with
         ``folder`` / ``images``, ``workers`` outside 1..1024 or given with ``scheduler``;
         unknown ``split`` or ``fmt``; a damaged or malformed input (not a zip, missing arrays,
         wrong dtype or shape, CRC error; for a folder, see ``folder``); outputs made with other
         parameters without ``overwrite``; ``workers`` > 1 from a script read from standard
-        input. Inputs are all checked before anything is written.
+        input; a ``scheduler`` file (``.json``) that holds no scheduler address (not JSON,
+        or no str ``"address"``). Inputs are all checked before anything is written.
     TypeError
         Arguments of the wrong type (``dataset`` None or not a str or sequence of str; a
         mapping as ``dataset``, ``corruptions`` or ``severities``;
@@ -1942,6 +1987,7 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     to a temporary raw file beside the outputs), at most ``2 * workers + 1`` chunks are in
     flight, and members are written by streaming.
     """
+    _check_not_bootstrapping()
     check_folder(out, "out")
     sample, compress = _check_bool(sample, "sample"), _check_bool(compress, "compress")
     overwrite, progress = _check_bool(overwrite, "overwrite"), _check_bool(progress, "progress")
@@ -1953,7 +1999,17 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     if n_inputs > 1:
         raise ValueError("pass one input: root= (MedMNIST+ files, --root), sample=True "
                          "(--sample), folder= (--from-folder) or images= with labels=")
+    if folder is not None and (os.path.realpath(check_folder(out, "out"))
+                               == os.path.realpath(check_folder(folder, "folder"))):
+        # {out}/{dataset} would sit beside the class folders: the next run (a resume) would
+        # scan it as one more class and stop at "class folder ... holds no images".
+        raise ValueError(f"out must be another folder than folder (--from-folder), whose "
+                         f"sub-folders are the classes: the outputs written there would be "
+                         f"read as a class by the next run; got out={os.fspath(out)!r} and "
+                         f"folder={os.fspath(folder)!r}, the same folder")
     single = folder is not None or images is not None or labels is not None
+    if (images is None) != (labels is None):  # before the checks that assume both
+        raise TypeError("images= and labels= go together: pass both arrays")
     if single:
         key = _single_input_dataset(dataset)
         datasets = [key]
@@ -1998,6 +2054,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
             f"scheduler file not found: {os.fspath(scheduler)} (the file that `dask scheduler "
             f"--scheduler-file FILE` writes once it runs); start the scheduler first, or pass "
             f"its address (tcp://host:8786)")
+    if isinstance(scheduler, (str, os.PathLike)) and os.fspath(scheduler).endswith(".json"):
+        _check_scheduler_file(os.fspath(scheduler))
     if scheduler is None:
         workers = _resolve_workers(workers)
     if fmt == "zarr":
@@ -2070,7 +2128,7 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
                     if run.spool is not None:
                         _remove(run.spool)
                     if created is not None:
-                        shutil.rmtree(created, ignore_errors=True)
+                        _remove_created(run.dir, created)
                     raise
                 run.write_side_files()
                 run.write_manifest()
@@ -2175,6 +2233,23 @@ def _first_missing(path: str) -> str | None:
             break
         p = parent
     return top
+
+
+def _remove_created(directory: str, top: str) -> None:
+    """Undo a failed run's ``os.makedirs(directory)``, which created ``top`` and the folders
+    below it: ``directory`` (this run's own, written only under its lock) goes with its
+    content, the folders above it up to ``top`` only while empty. Another run may have started
+    writing beside it meanwhile (``{out}/{other dataset}/`` while a Dask cluster was still
+    timing out): ``shutil.rmtree(top)`` deleted that run's finished files."""
+    shutil.rmtree(directory, ignore_errors=True)
+    top = os.path.abspath(top)
+    p = os.path.abspath(directory)
+    while p != top and p.startswith(top + os.sep):
+        p = os.path.dirname(p)
+        try:
+            os.rmdir(p)   # only if empty
+        except OSError:
+            return
 
 
 # ================================================================================ image access

@@ -347,6 +347,13 @@ def test_missing_file_message_and_no_traceback(tmp_path):
      r"generate: error: argument --root: not allowed with argument --sample$"),
     (["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--workers", "0"],
      r"generate: error: argument --workers: expected a positive integer; got '0'$"),
+    # decimal ASCII digits only: int() read "1_0" as 10 and Arabic-Indic three as 3
+    (["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--seed", "1_0"],
+     r"generate: error: argument --seed: expected an integer >= 0; got '1_0'$"),
+    (["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--workers", "\u0663"],
+     r"generate: error: argument --workers: expected a positive integer; got '\u0663'$"),
+    (["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--chunk-size", "+4"],
+     r"generate: error: argument --chunk-size: expected a positive integer; got '\+4'$"),
     (["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--format", "hdf5"],
      r"generate: error: argument --format: invalid choice: 'hdf5'"),
     (["preview", "--dataset", "octmnist", "--sample", "--out", "x.jpg"],
@@ -395,6 +402,13 @@ def test_missing_file_message_and_no_traceback(tmp_path):
      r"^medmnistc-fast: error: --sample-n must be at most 28532 for 224 x 224 px RGB images "),
     (["preview", "--dataset", "pathmnist", "--sample", "--sample-n", "100000", "--out", "x.png"],
      r"^medmnistc-fast: error: --sample-n must be at most 28532 for 224 x 224 px RGB images "),
+    # --sample-n without --sample was ignored: every image of the --root file was processed
+    (["generate", "--dataset", "pathmnist", "--root", ".", "--sample-n", "5", "--out", "x"],
+     r"^medmnistc-fast: error: --sample-n applies only to --sample .*got --sample-n 5 without"),
+    (["generate", "--dataset", "pathology96", "--from-folder", ".", "--sample-n", "5", "--out",
+      "x"], r"^medmnistc-fast: error: --sample-n applies only to --sample"),
+    (["preview", "--dataset", "pathmnist", "--root", ".", "--sample-n", "5", "--out", "x.png"],
+     r"^medmnistc-fast: error: --sample-n applies only to --sample"),
 ])
 def test_usage_errors(tmp_path, capsys, argv, msg, monkeypatch):
     # Exit status 2 alone does not say which check fired (argparse and every validation use it):

@@ -239,6 +239,25 @@ def test_script_from_stdin_runs_in_process(tmp_path, monkeypatch):
     assert res[0]["written"] == ["bubble"]
 
 
+def test_unguarded_script_names_the_main_guard(tmp_path):
+    """A script calling generate at its top level (no ``if __name__ == "__main__":``) with pool
+    workers: each worker re-ran it on start, and its second run stopped at the output folder's
+    lock with "being written by another generate run". The workers now say what is wrong."""
+    import subprocess
+
+    script = tmp_path / "unguarded.py"
+    script.write_text("from medmnistc_fast.generate import generate\n"
+                      "generate('breastmnist', 'out', sample=True, sample_n=2, size=28, "
+                      "workers=2, corruptions='pixelate')\n")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(mf.__file__)))
+    r = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, timeout=300,
+                       capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "RuntimeError: generate was called while a worker process" in r.stderr
+    assert "`if __name__ == '__main__':`" in r.stderr
+    assert "being written by another generate run" not in r.stderr
+
+
 def test_unknown_corruption_lists_valid_names_quoted(tmp_path):
     with pytest.raises(ValueError, match=r"corruption 'gaussian_noise' is not defined for dataset "
                                          r"'pathmnist'; valid corruptions: 'pixelate', "):
@@ -477,6 +496,41 @@ def test_unusable_dask_cluster_writes_nothing(root, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_failed_start_keeps_what_another_run_wrote_beside_it(root, reference, tmp_path):
+    """The cleanup of a run that fails before writing (here: Dask workers of other versions,
+    after a 30 s connection timeout in the field) removed the whole ``out`` it had created,
+    with the finished files another run had written into ``{out}/{other dataset}/`` since."""
+    pytest.importorskip("dask.distributed", reason="dask[distributed] not installed (test extra)")
+    out = tmp_path / "out"
+    ref_dir, _ = reference
+
+    class OtherVersions:  # stands in for a Client; meanwhile=True: another run writes RGB_DS
+        def __init__(self, meanwhile):
+            self.meanwhile = meanwhile
+
+        def submit(self, *args, **kwargs):
+            raise AssertionError("no task may be submitted")
+
+        def nthreads(self):
+            return {"tcp://w:1": 1}
+
+        def run(self, fn):
+            if self.meanwhile:
+                generate(RGB_DS, out, root=root, size=SIZE, seed=SEED, workers=1)
+            return {"tcp://w:1": dict(fn(), medmnistc_fast="0.0.1")}
+
+    with pytest.raises(RuntimeError, match="Dask workers must run the versions"):
+        generate(GRAY_DS, out, root=root, size=SIZE, scheduler=OtherVersions(True),
+                 corruptions="pixelate")
+    assert sorted(os.listdir(out)) == [RGB_DS]      # the failed run's own folder is gone
+    assert tree(out / RGB_DS) == tree(ref_dir / RGB_DS)
+    # alone, a failed start still leaves nothing, nested folders it created included
+    with pytest.raises(RuntimeError, match="Dask workers must run the versions"):
+        generate(GRAY_DS, tmp_path / "a" / "b", root=root, size=SIZE, split="val",
+                 scheduler=OtherVersions(False), corruptions="pixelate")
+    assert not (tmp_path / "a").exists()
+
+
 def test_dask_worker_joining_after_the_check_is_refused(root, tmp_path, monkeypatch):
     # The versions were checked once, on the workers present when generate started: a worker
     # that joined later (an adaptive cluster still at 0 workers, a replaced worker) ran every
@@ -529,6 +583,29 @@ def test_other_severities_refused(root, tmp_path):
     res = generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
                    corruptions="pixelate", overwrite=True)
     assert res[0]["written"] == ["pixelate"]
+
+
+@pytest.mark.parametrize("damaged", [["x"], "x", 7])
+def test_damaged_manifest_input_is_a_difference_not_a_crash(root, tmp_path, damaged):
+    """A manifest whose ``input`` is valid JSON but not an object (hand-edited, another tool's)
+    was an AttributeError, with and without overwrite: --overwrite could not repair the folder."""
+    generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
+             corruptions="pixelate")
+    d = output_dir(tmp_path, GRAY_DS)
+    path = os.path.join(d, "pixelate.npz")
+    first = sha(path)
+    mpath = os.path.join(d, "manifest.json")
+    m = read_json(mpath)
+    m["input"] = damaged
+    with open(mpath, "w", encoding="utf-8") as f:
+        json.dump(m, f)
+    with pytest.raises(ValueError, match=r"input sha256=None .*--overwrite"):
+        generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
+                 corruptions="pixelate")
+    res = generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
+                   corruptions="pixelate", overwrite=True)
+    assert res[0]["written"] == ["pixelate"]
+    assert sha(path) == first and isinstance(read_json(mpath)["input"], dict)
 
 
 def test_foreign_files_not_clobbered(root, tmp_path):
@@ -723,6 +800,10 @@ def test_corruption_of_no_selected_dataset_names_its_datasets(tmp_path):
     ({"corruptions": "bubble"}, "'bubble' is not defined for dataset 'chestmnist'"),
     ({"severities": "0,2"}, r"severities must hold ints in 1\.\.5; got 0"),
     ({"severities": "x"}, r"severities must hold ints in 1\.\.5; got .x."),
+    # "1_0" was int()'s 10 (the message said "got 10"), Arabic-Indic three was taken as 3
+    ({"severities": "1_0"}, r"severities must hold ints in 1\.\.5; got '1_0'$"),
+    ({"severities": "\u0663"}, r"severities must hold ints in 1\.\.5; got '\u0663'$"),
+    ({"severities": ["2", "+3"]}, r"severities must hold ints in 1\.\.5; got '\+3'$"),
     ({"split": "dev"}, "split must be one of"),
     ({"fmt": "hdf5"}, "fmt must be one of"),
     # used to start 99999 worker processes (the machine ran out of memory first)
@@ -793,6 +874,10 @@ def test_bad_argument_types(root, tmp_path, kwargs, msg):
     # dimension exceeded")
     ({"sample": True, "sample_n": 10 ** 30, "workers": 1}, ValueError,
      r"^sample_n must be at most \d+ for 32 x 32 px gray images \(sample_n x size x size"),
+    # one of the pair (with size= given, as for the other inputs) said "size= (--size) does
+    # not apply to folder= (--from-folder) or images= input", not that the other is missing
+    ({"labels": np.zeros(2, np.int64)}, TypeError, r"^images= and labels= go together"),
+    ({"images": np.zeros((2, 8, 8), np.uint8)}, TypeError, r"^images= and labels= go together"),
 ])
 def test_bad_input_and_scheduler_types(tmp_path, kwargs, exc, msg):
     args = dict(size=SIZE, sample_n=2, corruptions="pixelate")
@@ -1061,6 +1146,19 @@ def test_missing_scheduler_file_is_named_and_nothing_written(tmp_path):
     # 'sched.json'") after the output folder and its manifest had been created.
     sched = tmp_path / "sched.json"
     with pytest.raises(FileNotFoundError, match="scheduler file not found: .*sched.json"):
+        generate("breastmnist", tmp_path / "out", sample=True, sample_n=2, size=28,
+                 corruptions=["pixelate"], scheduler=str(sched))
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("text", ["{garbage", "[]", "{}", '{"address": 5}', '{"address": ""}',
+                                  "\udcff"])
+def test_damaged_scheduler_file_is_named_and_nothing_written(tmp_path, text):
+    # dask's Client read these as a bare AssertionError ("assert ip is not None", after 10
+    # retries) or a TypeError from its own code, neither naming --scheduler or the file.
+    sched = tmp_path / "sched.json"
+    sched.write_bytes(text.encode("utf-8", "surrogateescape"))
+    with pytest.raises(ValueError, match=r"scheduler must be .*\"address\".*sched\.json holds"):
         generate("breastmnist", tmp_path / "out", sample=True, sample_n=2, size=28,
                  corruptions=["pixelate"], scheduler=str(sched))
     assert not (tmp_path / "out").exists()

@@ -232,6 +232,32 @@ def test_resume_after_deleting_a_file(folder, reference, tmp_path, capsys):
     assert tree(out) == before
 
 
+def test_out_being_the_image_folder_is_refused(tmp_path, capsys):
+    """--out DIR --from-folder DIR put {DIR}/{suite}/ beside the class folders: the run went
+    through, and every later one (a resume) stopped at 'class folder .../{suite} holds no
+    images'. Refused before anything is written, also through a symlink."""
+    src = tmp_path / "in"
+    for label, cls in enumerate(CLASSES):
+        (src / cls).mkdir(parents=True)
+        save(tiles()[label], src / cls / "a.png")
+    link = tmp_path / "link"
+    link.symlink_to(src)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    for out in (src, link, f"{src}{os.sep}"):
+        with pytest.raises(ValueError, match=r"out must be another folder than folder .*"
+                                             r"the same folder"):
+            generate(SUITE, out, folder=src, workers=1, corruptions="pixelate")
+    assert main(["generate", "--dataset", SUITE, "--from-folder", str(src), "--out", str(src),
+                 "--workers", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "error: --out must be another folder than folder (--from-folder)" in err
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    # a folder beside it is fine, and resumes
+    for _ in range(2):
+        res = generate(SUITE, tmp_path / "out", folder=src, workers=1, corruptions="pixelate")
+    assert res[0]["skipped"] == ["pixelate"]
+
+
 @pytest.mark.parametrize("folder", [None, 3, b"in"])
 def test_folder_suite_rejects_non_paths(folder):
     with pytest.raises(TypeError, match="folder must be a str or os.PathLike folder path"):
