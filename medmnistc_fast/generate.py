@@ -53,6 +53,8 @@ Containers
   arrays, images chunked by ``chunk_size`` rows), written in parallel by the workers, each its
   own chunks. With ``compress=True`` zarr's default compressor is used, else none. Needs the
   ``zarr`` package (and a file system shared with the workers when a Dask scheduler is used).
+  The store format is the installed zarr's default (2 with zarr 2, 3 with zarr 3); resuming
+  checks the arrays' checksums, not the format.
 
 Safety and resuming
 -------------------
