@@ -169,6 +169,8 @@ def _rule(dataset: str, corruption: str):
 class Op(NamedTuple):
     """One drawn operation.
 
+    Attributes
+    ----------
     corruption : str
         A registry corruption name, or ``"identity"``.
     param : Any

@@ -54,6 +54,18 @@ def folder_name(dataset: str, split: str = "test") -> str:
     """Folder of a dataset's files in a ``generate`` output: the flag for the test split (the
     reference's layout), ``{flag}_{split}`` for val and train.
 
+    Parameters
+    ----------
+    dataset : str
+        A dataset key (not checked against the registry: a folder input's dataset name
+        works too).
+    split : {"test", "val", "train"}, default "test"
+
+    Returns
+    -------
+    str
+        ``dataset`` for the test split, ``f"{dataset}_{split}"`` otherwise (a name, not a path).
+
     Raises
     ------
     TypeError
@@ -618,7 +630,15 @@ class CorruptedSet:
 
     def __getitem__(self, i):
         """``(image, label)``: new writable arrays (uint8 :attr:`image_shape`; ``(L,)``, or
-        ``()`` for 1-D labels)."""
+        ``()`` for 1-D labels).
+
+        Raises
+        ------
+        TypeError
+            ``i`` not an int (a slice included).
+        IndexError
+            ``i`` outside ``-len(self)..len(self) - 1``.
+        """
         row, _ = self._row(i)
         images, labels = self._get()
         return np.array(images[row]), np.array(labels[row])

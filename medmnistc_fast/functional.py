@@ -69,8 +69,10 @@ _PAPER = """\
     .. [1] F. Di Salvo, S. Doerrich, C. Ledig, "MedMNIST-C: Comprehensive benchmark and improved
        classifier robustness by simulating realistic image corruptions", arXiv:2406.17536 (2024).
 """
+# The continuation line is indented as the other reference lines: an unindented line made
+# ``inspect.getdoc`` keep every line's indentation, so numpydoc saw no sections.
 _HENDRYCKS = """D. Hendrycks, T. Dietterich, "Benchmarking Neural Network Robustness to Common
-Corruptions and Perturbations", ICLR 2019 (ImageNet-C, which these formulas follow)"""
+       Corruptions and Perturbations", ICLR 2019 (ImageNet-C, which these formulas follow)"""
 
 
 def _ref(where: str, extra: str = "") -> str:
@@ -400,7 +402,8 @@ def black_corner(image, radius: int) -> np.ndarray:
         Which of the set's ten masks each mark uses (same length as ``x`` and ``y``).
     ink_side : {12, 16, 24, 32, 42}, keyword-only, default 24
         The ink set, by its stored mask side in pixels (keys '1'..'5' of ``inks.npz``; the
-        reference's ``max(3, severity)`` picks 24 for levels 1-4 and 32 for level 5).
+        reference's ``max(3, severity)``, with its 0-based severity, picks 24 for levels 1-4
+        and 32 for level 5).
     side : int in 1..1024 or None, keyword-only
         The side in pixels at which the masks are drawn (None: ``ink_side``).""",
     _ref("``StainDeposit`` in ``corruptions/microscopy.py`` and ``assets/inks.npz``"))

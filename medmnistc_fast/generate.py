@@ -176,8 +176,26 @@ _INFLIGHT_BYTES = 1 << 30
 def input_path(root, dataset: str, size: int) -> str:
     """Path of a MedMNIST+ file: ``{root}/{flag}.npz`` at 28 px, ``{root}/{flag}_{size}.npz`` else.
 
-    ``~`` in ``root`` is expanded; None means :data:`DEFAULT_ROOT`. TypeError naming ``root``
-    if it is neither None, a str nor an os.PathLike; ValueError if it is ``''``.
+    Parameters
+    ----------
+    root : str, os.PathLike or None
+        The MedMNIST+ folder; a leading ``~`` is expanded; None means :data:`DEFAULT_ROOT`.
+    dataset : str
+        The MedMNIST flag (such as ``"pathmnist"``); not checked, only formatted.
+    size : int
+        Image side in pixels (MedMNIST+ has 28, 64, 128, 224); not checked, only formatted.
+
+    Returns
+    -------
+    str
+        The path (the file need not exist).
+
+    Raises
+    ------
+    TypeError
+        ``root`` neither None, a str nor an os.PathLike (bytes included).
+    ValueError
+        ``root`` is ``''``.
     """
     root = check_folder(DEFAULT_ROOT if root is None else root, "root")
     return os.path.join(root, f"{dataset}.npz" if size == 28 else f"{dataset}_{size}.npz")
@@ -186,8 +204,27 @@ def input_path(root, dataset: str, size: int) -> str:
 def output_dir(out, dataset: str, split: str = "test") -> str:
     """Folder of a dataset's outputs: ``{out}/{flag}`` for test, ``{out}/{flag}_{split}`` else.
 
-    TypeError / ValueError naming ``out``, ``dataset`` or ``split`` for a bad one (an empty
-    ``out`` included; see :func:`medmnistc_fast.datasets.folder_name`)."""
+    Parameters
+    ----------
+    out : str or os.PathLike
+        The ``generate`` output folder (a leading ``~`` expanded).
+    dataset : str
+        A non-empty dataset key.
+    split : {"test", "val", "train"}, default "test"
+
+    Returns
+    -------
+    str
+        ``os.path.join(out, folder_name(dataset, split))`` (the folder need not exist).
+
+    Raises
+    ------
+    TypeError
+        ``out`` not a str or os.PathLike; ``dataset`` or ``split`` not a str.
+    ValueError
+        ``out`` or ``dataset`` is ``''``; ``split`` not one of "test", "val", "train"
+        (:func:`medmnistc_fast.datasets.folder_name`).
+    """
     out = check_folder(out, "out")
     return os.path.join(out, folder_name(dataset, split))
 

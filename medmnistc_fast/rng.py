@@ -131,15 +131,35 @@ class _KeySeed(ISeedSequence):
 
 
 def fresh_seed() -> int:
-    """A new 128-bit seed from the operating system's entropy (for ``seed=None``)."""
+    """A new 128-bit seed from the operating system's entropy (for ``seed=None``).
+
+    Returns
+    -------
+    int in [0, 2**128)
+        ``SeedSequence().entropy``: NumPy draws 128 bits from the OS (``secrets``).
+    """
     return int(np.random.SeedSequence().entropy)
 
 
 def key_from_seed(seed) -> int:
     """The 64-bit key of a functional-layer call: ``SeedSequence(seed).generate_state(1)``.
 
-    ``seed`` is an int >= 0 (already validated) or None for fresh OS entropy; a negative int
-    raises ValueError (:func:`seed_state`).
+    Parameters
+    ----------
+    seed : int >= 0 or None
+        Already validated by the caller (:func:`medmnistc_fast._validation.check_seed`): it is
+        passed through ``int()``, so a float is truncated, not refused. None: fresh OS entropy
+        (:func:`fresh_seed`).
+
+    Returns
+    -------
+    int in [0, 2**64)
+        ``SeedSequence(seed).generate_state(1, uint64)[0]``.
+
+    Raises
+    ------
+    ValueError
+        ``seed`` negative (:func:`seed_state`).
     """
     if seed is None:
         seed = fresh_seed()
@@ -155,8 +175,9 @@ def base_key(seed: int, dataset: str, corruption: str, severity: int) -> int:
     seed : int, >= 0
     dataset, corruption : str
         Registry names; hashed with CRC-32 (stable across processes and Python versions,
-        unlike ``hash``).
+        unlike ``hash``). Not checked against the registry: any str gives a key.
     severity : int, 1..5
+        Not range-checked here (the public API checks 1..5 first): any int >= 0 gives a key.
 
     Returns
     -------
@@ -165,7 +186,7 @@ def base_key(seed: int, dataset: str, corruption: str, severity: int) -> int:
     Raises
     ------
     ValueError
-        ``seed`` negative.
+        ``seed`` or ``severity`` negative.
     """
     if seed < 0:
         raise ValueError(f"seed must be a non-negative int; got {seed!r}")
@@ -184,10 +205,24 @@ def _splitmix64_int(x: int) -> int:
 def image_key(base: int, index: int) -> int:
     """The key of one image: ``splitmix64(base ^ splitmix64(index))`` (see :func:`image_keys`).
 
+    Parameters
+    ----------
+    base : int in [0, 2**64)
+        From :func:`base_key`.
+    index : int in [0, 2**64)
+        The image's index in its dataset.
+
+    Returns
+    -------
+    int in [0, 2**64)
+        Equal to ``int(image_keys(base, index))``.
+
     Raises
     ------
     ValueError
         ``index`` outside ``0..2**64 - 1`` (a negative index used to wrap silently).
+    TypeError
+        ``index`` or ``base`` not an int (a float fails in the bit arithmetic).
     """
     if not 0 <= index <= _M64:
         raise ValueError(f"index must be in 0..2**64 - 1; got {index!r}")
@@ -211,7 +246,8 @@ def image_keys(base: int, indices) -> np.ndarray:
     Raises
     ------
     TypeError
-        ``indices`` not integers.
+        ``indices`` not integers, or a Python int beyond the uint64 range (NumPy makes it an
+        object array).
     ValueError
         A negative index.
     """
@@ -229,7 +265,23 @@ def image_keys(base: int, indices) -> np.ndarray:
 def generator(key: int) -> np.random.Generator:
     """A PCG64 generator for one image's scalar draws (angles, counts, positions): the
     generator of ``np.random.PCG64(key)``, seeded through :func:`seed_state` (about 2 us instead
-    of 8)."""
+    of 8).
+
+    Parameters
+    ----------
+    key : int >= 0
+        An image key (:func:`image_key`), in [0, 2**64).
+
+    Returns
+    -------
+    numpy.random.Generator
+        New, over PCG64; its draws equal those of ``np.random.Generator(np.random.PCG64(key))``.
+
+    Raises
+    ------
+    ValueError
+        ``key`` negative (:func:`seed_state`).
+    """
     return np.random.Generator(np.random.PCG64(_KeySeed(int(key))))
 
 
@@ -251,5 +303,10 @@ def raw_words(key: int, n: int) -> np.ndarray:
     Returns
     -------
     ndarray of uint64, shape (n,)
+
+    Raises
+    ------
+    ValueError
+        ``key`` or ``n`` negative (``n``: NumPy's "negative dimensions are not allowed").
     """
     return np.random.PCG64(_KeySeed(int(key))).random_raw(n)

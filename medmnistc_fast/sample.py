@@ -76,7 +76,13 @@ def source_images(rgb: bool) -> tuple:
     Returns
     -------
     tuple of (str, ndarray)
-        (name, pixels): uint8, shape (H, W, 3) if ``rgb`` else (H, W).
+        (name, pixels): uint8, shape (H, W, 3) if ``rgb`` else (H, W). Cached: the same
+        arrays on every call (do not modify them).
+
+    Raises
+    ------
+    FileNotFoundError
+        A pydicom older than :data:`MIN_PYDICOM` (its wheel lacks a DICOM file of the sample).
     """
     if rgb:
         return (("ihc", _skimage_file("ihc.png")[..., :3]),
@@ -117,6 +123,21 @@ def check_sample_shape(n, size, rgb: bool, n_name: str = "n") -> tuple:
     """``(n, size)`` as ints checked for :func:`sample_images`: ``n >= 0``, ``size`` in
     8..4096, and ``n * size * size * channels <= MAX_BYTES``. ``n_name`` names ``n`` in the
     messages (``generate`` calls it ``sample_n``).
+
+    Parameters
+    ----------
+    n : int >= 0
+        Number of images.
+    size : int in 8..4096 (:data:`MAX_SIZE`)
+        Side in pixels.
+    rgb : bool
+        3 channels if true, else 1 (only the byte count uses it).
+    n_name : str, default "n"
+
+    Returns
+    -------
+    (int, int)
+        ``(n, size)`` as Python ints.
 
     Raises
     ------
@@ -160,6 +181,8 @@ def sample_images(n: int, size: int = 224, rgb: bool = True) -> np.ndarray:
     ValueError
         ``n`` negative, ``size`` outside 8..4096, the array larger than 4 GiB
         (:data:`MAX_BYTES`).
+    FileNotFoundError
+        As in :func:`source_images` (a pydicom older than :data:`MIN_PYDICOM`).
     """
     if not isinstance(rgb, (bool, np.bool_)):
         raise TypeError(f"rgb must be a bool (True: colour sources, False: gray); got {rgb!r} "
@@ -205,6 +228,8 @@ def sample_split(dataset: str, size: int = 224, n: int = 30) -> dict:
         Unknown dataset (the pathology suite keys included: the sample has no labels for them),
         ``n`` negative, ``size`` outside 8..4096, the images larger than 4 GiB
         (:data:`MAX_BYTES`).
+    FileNotFoundError
+        As in :func:`source_images` (a pydicom older than :data:`MIN_PYDICOM`).
     """
     if not isinstance(dataset, str):
         raise TypeError(f"dataset must be a str, one of: {', '.join(registry.DATASETS)}; "

@@ -43,6 +43,25 @@ def kind_of(dataset: str, corruption: str) -> Kind:
     The pathology suite's ``brightness``, ``hue``, ``marking`` and ``bubble`` are their own
     kinds (an HSV value shift, not Pillow's brightness; a blended photograph-like bubble, not
     MedMNIST-C's bubbles); every other name is the MedMNIST-C kind of that name.
+
+    Parameters
+    ----------
+    dataset : str
+        A key of :data:`medmnistc_fast.registry.TABLES`. Not checked: any other value picks
+        the MedMNIST-C kinds.
+    corruption : str
+        A corruption name (a key of :data:`KINDS`, or for a pathology suite one of
+        ``brightness``, ``hue``, ``marking``, ``bubble``).
+
+    Returns
+    -------
+    Kind
+
+    Raises
+    ------
+    KeyError
+        ``corruption`` names no kind (the names are not validated here; the public API checks
+        them first with a ValueError listing the valid ones).
     """
     if dataset in PATHOLOGY_SUITES:
         from .pathology import PATHOLOGY_KINDS

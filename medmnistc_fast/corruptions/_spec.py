@@ -77,6 +77,21 @@ class Kind:
 
     ``random`` is False when ``sample`` ignores ``ctx.key`` (deterministic corruptions).
     ``into`` is True when ``kernel`` takes ``out=`` (see the module docstring).
+
+    Attributes
+    ----------
+    name : str
+        The kind's name (a registry corruption name, or the shared name of ``*_up`` /
+        ``*_down``, such as ``"brightness"``).
+    sample : callable ``(param, Context) -> dict``
+        Severity-table entry and context to the kernel's keyword values.
+    kernel : callable ``(image, **values) -> ndarray``
+        ``image`` C-contiguous uint8 ``(H, W, C)``, C in 1, 3; returns a new uint8 array of
+        that shape (or fills ``out=`` when ``into``). Does no validation.
+    random : bool
+        Whether ``sample`` uses ``ctx.key``.
+    into : bool, default False
+        Whether ``kernel`` accepts ``out=``.
     """
 
     name: str

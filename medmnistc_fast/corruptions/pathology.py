@@ -585,7 +585,7 @@ def hsv_shift(image, channel, amount: float) -> np.ndarray:
     Parameters
     ----------
     image : ndarray, shape (H, W), (H, W, 1) or (H, W, 3), uint8
-        Gray images go through RGB and back to L (Pillow's luma).
+        H, W >= 8. Gray images go through RGB and back to L (Pillow's luma). Never modified.
     channel : {"hue", "saturation", "value"} or {"h", "s", "v"}
         Case-insensitive (``"V"`` and ``"Value"`` work too).
     amount : float, in [-1, 1]
@@ -610,6 +610,14 @@ def hsv_shift(image, channel, amount: float) -> np.ndarray:
     The pathology suite's ``brightness``, ``saturate`` and ``hue`` are
     ``hsv_shift(image, "value" | "saturation" | "hue", table entry)``
     (Zhang et al., MICCAI 2022, arXiv:2206.14973).
+
+    References
+    ----------
+    .. [1] Y. Zhang, Y. Sun, H. Li, S. Zheng, C. Zhu, L. Yang, "Benchmarking the Robustness of
+       Deep Neural Networks to Common Corruptions in Digital Pathology", MICCAI 2022,
+       arXiv:2206.14973 (the brightness, saturate and hue corruptions).
+    .. [2] scikit-image, ``skimage.color.rgb2hsv`` / ``hsv2rgb`` (the float64 arithmetic
+       reproduced bit for bit).
     """
     hwc = as_hwc(image)
     if not isinstance(channel, str):
@@ -627,6 +635,7 @@ def marking(image, size, position=None, *, seed=None) -> np.ndarray:
     Parameters
     ----------
     image : ndarray, shape (H, W), (H, W, 1) or (H, W, 3), uint8
+        H, W >= 8. Never modified.
     size : (int, int)
         (width, height) of the blot's bounding box in pixels, each in 1..1024
         (:data:`MAX_MARKING`; the first call at a size renders the blot, about 2 s at
@@ -653,6 +662,14 @@ def marking(image, size, position=None, *, seed=None) -> np.ndarray:
     ValueError
         Bad image shape; a ``size`` side outside 1..1024, a ``position`` coordinate beyond
         2**30; negative ``seed``.
+
+    References
+    ----------
+    .. [1] Y. Zhang, Y. Sun, H. Li, S. Zheng, C. Zhu, L. Yang, "Benchmarking the Robustness of
+       Deep Neural Networks to Common Corruptions in Digital Pathology", MICCAI 2022,
+       arXiv:2206.14973 (the marking corruption: the original's blot sizes, position and ink
+       colours; the blot itself is synthesised here, see
+       :func:`medmnistc_fast.corruptions.pathology.blot`).
     """
     hwc = as_hwc(image)
     w, h = check_int_pair(size, "size", 1, MAX_MARKING)
@@ -671,13 +688,16 @@ def pathology_bubble(image, strength: float) -> np.ndarray:
     Parameters
     ----------
     image : ndarray, shape (H, W), (H, W, 1) or (H, W, 3), uint8
+        H, W >= 8. Never modified.
     strength : float, in [0, 1]
         The suite's r (.1, .3, .5, .7, .9 for severities 1..5).
 
     Returns
     -------
     ndarray, same shape as ``image``, uint8
-        See :func:`bubble_kernel` (float64, truncated) and :func:`bubble_layer` (geometry).
+        A new array. See :func:`medmnistc_fast.corruptions.pathology.bubble_kernel` (float64,
+        truncated) and :func:`medmnistc_fast.corruptions.pathology.bubble_layer` (geometry:
+        an ellipse covering 65.0 % of the image, as the original's photographed bubble).
 
     Raises
     ------
@@ -685,6 +705,13 @@ def pathology_bubble(image, strength: float) -> np.ndarray:
         ``image`` not a uint8 ndarray; ``strength`` not a real number.
     ValueError
         Bad image shape; ``strength`` outside [0, 1] or NaN.
+
+    References
+    ----------
+    .. [1] Y. Zhang, Y. Sun, H. Li, S. Zheng, C. Zhu, L. Yang, "Benchmarking the Robustness of
+       Deep Neural Networks to Common Corruptions in Digital Pathology", MICCAI 2022,
+       arXiv:2206.14973 (the bubble corruption, its blend formula and r; the bubble itself is
+       synthesised here, not the original's photograph).
     """
     hwc = as_hwc(image)
     r = _check_real(strength, "strength", 0.0, 1.0)
