@@ -77,9 +77,7 @@ def folder_name(dataset: str, split: str = "test") -> str:
         raise TypeError(f"dataset must be a str; got {dataset!r} ({type(dataset).__name__})")
     if not dataset:
         raise ValueError("dataset must be a non-empty str; got ''")
-    if split is None:  # _check_split's None ("the file's own") has no folder
-        raise TypeError(f"split must be a str, one of {', '.join(map(repr, SPLITS))}; got None")
-    split = _check_split(split)
+    split = _check_split(split, allow_none=False)  # None ("the file's own") has no folder
     return dataset if split == "test" else f"{dataset}_{split}"
 
 
@@ -112,13 +110,17 @@ def _open_npz_member(path: str, name: str, members: dict):
     return arr
 
 
-def _check_split(split):
-    if split is not None and not isinstance(split, str):
-        raise TypeError(f"split must be a str, one of {', '.join(map(repr, SPLITS))}, or None "
-                        f"(the file's own); got {type(split).__name__}")
-    if split is not None and split not in SPLITS:
-        raise ValueError(f"split must be one of {', '.join(map(repr, SPLITS))} or None (the "
-                         f"file's own); got {split!r}")
+def _check_split(split, allow_none: bool = True):
+    """``split`` checked: one of :data:`SPLITS`, or None (the file's own) if ``allow_none``."""
+    if split is None and allow_none:
+        return None
+    own = " or None (the file's own)" if allow_none else ""
+    if not isinstance(split, str):
+        raise TypeError(f"split must be a str, one of {', '.join(map(repr, SPLITS))}{own}; got "
+                        f"{split!r} ({type(split).__name__})")
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(map(repr, SPLITS))}{own}; got "
+                         f"{split!r}")
     return split
 
 

@@ -14,7 +14,6 @@ import inspect
 import numpy as np
 import pytest
 
-import medmnistc_fast as mf
 from medmnistc_fast import datasets, functional, generate, rng
 from medmnistc_fast.corruptions import kind_of
 
@@ -73,8 +72,13 @@ def test_documented_errors_of_rng_helpers():
 def test_documented_errors_of_kind_of_and_folder_helpers():
     with pytest.raises(KeyError):
         kind_of("pathmnist", "no_such_corruption")
-    with pytest.raises(TypeError, match="split"):
-        datasets.folder_name("pathmnist", None)
+    # folder_name has no "file's own" split: its messages do not offer None
+    for split in (None, 3):
+        with pytest.raises(TypeError, match=r"^split must be a str, one of 'test', 'val', "
+                                            r"'train'; got (None|3) \((NoneType|int)\)$"):
+            datasets.folder_name("pathmnist", split)
+    with pytest.raises(ValueError, match=r"^split must be one of 'test', 'val', 'train'; got 'dev'$"):
+        datasets.folder_name("pathmnist", "dev")
     with pytest.raises(ValueError, match="dataset"):
         datasets.folder_name("", "test")
     assert datasets.folder_name("pathmnist", "val") == "pathmnist_val"
@@ -95,10 +99,6 @@ def test_pathology_bubble_ellipse_covers_the_documented_share():
 
     _, mask = bubble_layer(224, 224)
     assert abs(float(mask.mean()) - np.pi * 0.46 * 0.45) < 0.005
-
-
-def test_public_version_is_documented_string():
-    assert isinstance(mf.__version__, str) and mf.__version__
 
 
 @pytest.mark.parametrize("module", ["medmnistc_fast.augment", "medmnistc_fast.evaluate"])
