@@ -54,7 +54,10 @@ Randomness (no global state is ever touched):
   ``seed``. Inside a torch ``DataLoader`` worker the stream is re-derived, at the worker's first
   call, from ``torch.utils.data.get_worker_info().seed`` (and ``seed``): workers draw different
   streams, every epoch differs, and under a fixed ``torch.manual_seed`` (or DataLoader
-  ``generator``) the whole epoch repeats exactly. With ``seed=None`` each process that is not a
+  ``generator``) the whole epoch repeats exactly. Several ``seed=None`` transforms in one worker
+  (two views of each image, say) draw distinct streams: the k-th of them to start its stream
+  there (k = 0, 1, ...; the order is fixed by the dataset's code) mixes k into the worker seed.
+  With ``seed=None`` each process that is not a
   DataLoader worker draws fresh OS entropy; with an int seed, copies of the transform in other
   processes repeat the same stream (as a copied numpy Generator does): use keyed mode there.
 * **keyed mode** (``aug(img, index=i, epoch=e)``, :meth:`AugMedMNISTC.batch` with ``start``,
@@ -651,6 +654,22 @@ def _worker_seed():
     return None if info is None else int(info.seed)
 
 
+#: [pid, count]: how many seed=None transforms have started a DataLoader-worker stream in the
+#: process ``pid`` (a forked worker inherits the parent's list; the pid tells it apart).
+_WORKER_STREAMS: list = [None, 0]
+
+
+def _next_worker_stream() -> int:
+    """The number (0, 1, ...) of the next seed=None transform to start its stream in this
+    DataLoader worker process."""
+    pid = os.getpid()
+    if _WORKER_STREAMS[0] != pid:
+        _WORKER_STREAMS[:] = [pid, 0]
+    k = _WORKER_STREAMS[1]
+    _WORKER_STREAMS[1] = k + 1
+    return k
+
+
 # ---------------------------------------------------------------------------------------------
 # The transform
 # ---------------------------------------------------------------------------------------------
@@ -813,7 +832,13 @@ class AugMedMNISTC:
         owner = ("worker", wseed) if wseed is not None else ("process", os.getpid())
         if owner != self._owner:
             if wseed is not None:
-                entropy = wseed if self.seed is None else [self.seed, wseed]
+                if self.seed is None:
+                    # Two seed=None transforms in one worker drew the same stream from wseed
+                    # alone (two views of an image came out identical); the first keeps it.
+                    k = _next_worker_stream()
+                    entropy = wseed if k == 0 else [wseed, k]
+                else:
+                    entropy = [self.seed, wseed]
                 seq = np.random.SeedSequence(entropy, spawn_key=(_AUG_TAG, _STREAM_WORKER_TAG))
             elif self._gen is None or self.seed is None:
                 # First use, or a new process with seed=None: (fresh) entropy.

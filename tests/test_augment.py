@@ -681,6 +681,44 @@ def test_dataloader_workers_distinct_and_repeatable(seed):
     assert not np.array_equal(e1, e2)
 
 
+class _TwoViews:
+    """Every item is two stream-mode views of one image, by two transforms."""
+
+    def __init__(self, first, second, n):
+        self.first, self.second, self.n = first, second, n
+        self.x = np.full((16, 16, 3), 128, np.uint8)
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return self.first(self.x), self.second(self.x)
+
+
+def test_dataloader_workers_two_unseeded_transforms_draw_distinct_streams():
+    # Two seed=None transforms in one worker derived their streams from the worker seed alone,
+    # so the two views of every image were identical (SimCLR-style pairs never differed).
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    def make():
+        return AugMedMNISTC("dermamnist", corruptions=["gaussian_noise"], identity=False)
+
+    ds = _TwoViews(make(), make(), 8)
+    ds[0]  # compile kernels in the parent before forking
+    loader = DataLoader(ds, batch_size=2, num_workers=2)
+    torch.manual_seed(99)
+    first = [(a.numpy(), b.numpy()) for a, b in loader]
+    torch.manual_seed(99)
+    again = [(a.numpy(), b.numpy()) for a, b in loader]
+    # Gaussian noise on a flat gray image: two independent draws cannot coincide.
+    for a, b in first:
+        for k in range(len(a)):
+            assert not np.array_equal(a[k], b[k])
+    for (a, b), (a2, b2) in zip(first, again):  # still repeatable under torch.manual_seed
+        assert np.array_equal(a, a2) and np.array_equal(b, b2)
+
+
 def test_keyed_mode_independent_of_num_workers():
     pytest.importorskip("torch")
     from torch.utils.data import DataLoader
