@@ -89,7 +89,7 @@ import numpy as np
 from . import registry, rng
 from ._validation import (MIN_SIDE, _is_int, as_hwc, as_nhwc, check_corruption, check_dataset,
                           check_int_pair, check_nonneg_int, check_seed, reject_masked,
-                          to_float)
+                          scalar_of, to_float)
 from .api import MAX_INDEX, _check_threads, _run_chunks, get_num_threads
 from .corruptions import color, digital, kind_of, noise
 from .corruptions._spec import Context
@@ -1199,9 +1199,9 @@ class AugmentedDataset:
     def __getitem__(self, item):
         """``(augmented image, *rest)`` for ``item = i`` or ``item = (i, epoch)``."""
         if isinstance(item, tuple) and len(item) == 2:
-            index, epoch = _scalar(item[0]), check_nonneg_int(_scalar(item[1]), "epoch")
+            index, epoch = scalar_of(item[0]), check_nonneg_int(scalar_of(item[1]), "epoch")
         else:
-            index, epoch = _scalar(item), self.epoch
+            index, epoch = scalar_of(item), self.epoch
         n = len(self.dataset)
         if not _is_int(index):
             raise TypeError(f"index must be an int in -{n}..{n - 1} (or a 0-d integer array or "
@@ -1218,15 +1218,6 @@ class AugmentedDataset:
         if self.transform is not None:
             image = self.transform(image)
         return (image,) + tuple(sample[1:]) if is_tuple else image
-
-
-def _scalar(x):
-    """The Python scalar of a 0-d array or tensor (``torch.tensor(3)``, ``np.array(3)``), else
-    ``x`` unchanged: indices and epochs are then checked as ints (a 0-d float or bool stays a
-    TypeError)."""
-    if getattr(x, "ndim", None) == 0 and hasattr(x, "item"):
-        return x.item()
-    return x
 
 
 class EpochSampler:

@@ -32,7 +32,8 @@ import numpy as np
 
 from . import registry
 from ._npz import inspect_npz, read_member_array
-from ._validation import _is_int, check_corruption, check_dataset, check_path, missing_extra
+from ._validation import (_is_int, check_corruption, check_dataset, check_path, missing_extra,
+                          scalar_of)
 
 __all__ = ["CorruptedSet", "TorchCorruptedSet", "available_corruptions", "folder_name",
            "IMAGES_KEY", "LABELS_KEY", "SPLITS", "MANIFEST_GENERATOR"]
@@ -365,8 +366,9 @@ class CorruptedSet:
     ``severities[i // N]`` (file row ``stored_severities.index(level) * N + i % N``) and
     ``cs[i]`` returns ``(image, label)``: a new writable uint8 ndarray of shape
     ``image_shape`` and the label row (``(L,)``, or ``()`` for 1-D labels; the file's dtype).
-    Negative indices count from the end; TypeError for a non-int index, IndexError beyond
-    ``len(cs)``.
+    Negative indices count from the end; TypeError for a non-int index (0-d integer arrays and
+    tensors count as ints, as ``torch.utils.data.Subset(ds, torch.tensor([...]))`` passes
+    them), IndexError beyond ``len(cs)``.
     :meth:`arrays` gives whole arrays (memory-mapped slices when possible).
 
     Raises
@@ -589,6 +591,7 @@ class CorruptedSet:
 
     def _row(self, i) -> tuple:
         n = len(self)
+        i = scalar_of(i)
         if not _is_int(i):
             raise TypeError(f"index must be an int in -{n}..{n - 1}; got {i!r} "
                             f"({type(i).__name__})")
@@ -607,7 +610,7 @@ class CorruptedSet:
         Raises
         ------
         TypeError
-            ``i`` not an int.
+            ``i`` not an int (a 0-d integer array or tensor counts as one).
         IndexError
             ``i`` outside ``-len(self)..len(self) - 1``.
         """

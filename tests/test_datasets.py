@@ -285,6 +285,28 @@ def test_torch_adapter(tmp_path, rgb):
     assert im.shape == ((16, 16, 3) if rgb else (16, 16))
 
 
+def test_zero_d_integer_indices_as_in_torch_subset(tmp_path):
+    # Subset(ds, torch.tensor([...])) indexes ds with 0-d tensors; CorruptedSet and its torch
+    # adapter raised TypeError for them (AugmentedDataset accepted them).
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import Subset
+
+    images, labels = _data()
+    _write(tmp_path, "pathmnist", "pixelate", images, labels)
+    cs = CorruptedSet(tmp_path, "pathmnist", "pixelate", severity=[3, 1])
+    # item i is row stored_severities.index(level) * N + i % N, level severities[i // N]
+    assert np.array_equal(cs[torch.tensor(N + 1)][0], images[0 * N + 1])
+    assert np.array_equal(cs[np.array(-1)][0], images[N - 1])
+    assert cs.severity_of(torch.tensor(0)) == 3
+    sub = Subset(cs.torch(), torch.tensor([1, N + 2]))
+    img, lab = sub[1]
+    assert np.array_equal(img.permute(1, 2, 0).numpy(), images[2])
+    assert lab.tolist() == labels[2].tolist()
+    for bad in (torch.tensor(1.0), np.array(True), torch.tensor([1])):
+        with pytest.raises(TypeError, match=rf"index must be an int in {-2 * N}\.\.{2 * N - 1}; got"):
+            cs[bad]
+
+
 def test_torch_adapter_pickles(tmp_path):
     pytest.importorskip("torch")
     images, labels = _data()
