@@ -547,12 +547,23 @@ def _to_array(image, name: str, batched: bool):
     if _is_tensor(image):
         torch = _torch()
         t = image.detach()
+        # Sparse and nested tensors, meta tensors (no data) and float8 dtypes (no arithmetic
+        # on CPU) failed inside torch with NotImplementedError or RuntimeError.
+        if t.is_nested or t.layout != torch.strided:
+            got = ("a nested tensor (pass its images one by one)" if t.is_nested
+                   else f"layout {t.layout} (convert it first: .to_dense())")
+            raise TypeError(f"{name} (a torch tensor) must be a dense (strided) tensor; "
+                            f"got {got}")
+        if t.device.type == "meta":
+            raise ValueError(f"{name} (a torch tensor) must hold data (a CPU or accelerator "
+                             f"device); got a tensor on the 'meta' device")
         want = 4 if batched else 3
         layout = "(N, C, H, W)" if batched else "(C, H, W)"
         if t.ndim != want or t.shape[-3] not in (1, 3):
             raise ValueError(f"{name} (a torch tensor) must have shape {layout} with C = 1 or 3; "
                              f"got shape {tuple(t.shape)}")
-        if t.dtype != torch.uint8 and not t.dtype.is_floating_point:
+        floats = tuple(getattr(torch, n) for n in _FLOAT_TENSOR_NAMES)  # not float8 types
+        if t.dtype != torch.uint8 and t.dtype not in floats:
             raise TypeError(f"{name} (a torch tensor) must have dtype torch.uint8, or a floating "
                             f"dtype ({', '.join(_FLOAT_TENSOR_NAMES)}) with values in [0, 1]; "
                             f"got {t.dtype}")
@@ -1056,11 +1067,13 @@ class AugMedMNISTC:
         Raises
         ------
         TypeError
-            Unsupported image type (a masked array included) or dtype; non-int index/epoch.
+            Unsupported image type (a masked array included) or dtype (tensors: uint8,
+            float16, bfloat16, float32 or float64); a sparse or nested tensor; non-int
+            index/epoch.
         ValueError
             Bad shape or channel count, side < 8, PIL mode other than L/RGB, float values
-            outside [0, 1] or not finite, index outside [0, 2**63), negative epoch, epoch
-            without index.
+            outside [0, 1] or not finite, a tensor on the 'meta' device, index outside
+            [0, 2**63), negative epoch, epoch without index.
         """
         g = self._stream() if index is None and epoch is None else self._generator(index, epoch)
         if self.n_ops == 1 and _is_pil(image):

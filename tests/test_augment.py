@@ -483,6 +483,42 @@ def test_tensor_errors():
         aug(torch.full((3, 28, 28), 2.0))
 
 
+def test_tensor_errors_layouts_devices_float8():
+    # These failed inside torch (TypeError naming no argument, RuntimeError, or
+    # NotImplementedError) instead of naming the argument and what it accepts.
+    torch = pytest.importorskip("torch")
+    aug = AugMedMNISTC("pathmnist", seed=0)
+    dense = torch.zeros(3, 28, 28)
+    with pytest.raises(TypeError, match=r"^image \(a torch tensor\) must be a dense \(strided\) "
+                                        r"tensor; got layout torch.sparse_coo"):
+        aug(dense.to_sparse())
+    with pytest.raises(TypeError, match=r"^images \(a torch tensor\) must be a dense"):
+        aug.batch(dense[None].to_sparse(), start=0)
+    nested = torch.nested.nested_tensor([dense], layout=torch.jagged)
+    with pytest.raises(TypeError, match=r"^image \(a torch tensor\) must be a dense.*nested"):
+        aug(nested)
+    for dtype in (torch.uint8, torch.float32):
+        meta = torch.empty(3, 28, 28, dtype=dtype, device="meta")
+        with pytest.raises(ValueError, match=r"^image \(a torch tensor\) must hold data.*'meta'"):
+            aug(meta, index=0)
+        with pytest.raises(ValueError, match=r"^images \(a torch tensor\) must hold data"):
+            aug.batch(meta[None], start=0)
+    for name in ("float8_e4m3fn", "float8_e5m2"):
+        if hasattr(torch, name):
+            f8 = dense.to(getattr(torch, name))
+            with pytest.raises(TypeError, match=r"float16, bfloat16, float32, float64\) with "
+                                                rf"values in \[0, 1\]; got torch.{name}$"):
+                aug(f8, index=0)
+    # the four floating dtypes still work, and give the uint8 result / 255
+    x = torch.arange(3 * 28 * 28, dtype=torch.int64).remainder(256).to(torch.uint8)
+    x = x.reshape(3, 28, 28)
+    want = aug(x, index=4).to(torch.float64) / 255
+    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        got = aug(x.to(dtype) / 255, index=4)
+        assert got.dtype == dtype
+        assert torch.equal(got, want.to(dtype)), dtype
+
+
 # ---------------------------------------------------------------------------------------------
 # Randomness
 # ---------------------------------------------------------------------------------------------
