@@ -1134,8 +1134,13 @@ class AugMedMNISTC:
         return _from_array(out, ad)
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(dataset={self.dataset!r}, choices={list(self.choices)!r}, "
-                f"n_ops={self.n_ops}, levels={self.levels}, seed={self.seed!r})")
+        # Non-uniform weights change what the transform does: show the resulting probabilities
+        # (two transforms differing only in weights= printed the same).
+        probs = self.probabilities
+        weighted = ("" if np.allclose(probs, probs[0], rtol=0, atol=1e-12) else
+                    f", probabilities={[round(float(p), 4) for p in probs]!r}")
+        return (f"{type(self).__name__}(dataset={self.dataset!r}, choices={list(self.choices)!r}"
+                f"{weighted}, n_ops={self.n_ops}, levels={self.levels}, seed={self.seed!r})")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1208,6 +1213,10 @@ class AugmentedDataset:
 
     def __len__(self) -> int:
         return len(self.dataset)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({type(self.dataset).__name__} of {len(self)}, "
+                f"{self.augment!r}, transform={self.transform!r}, epoch={self.epoch})")
 
     def __getitem__(self, item):
         """``(augmented image, *rest)`` for ``item = i`` or ``item = (i, epoch)``."""
@@ -1292,6 +1301,9 @@ class EpochSampler:
                 raise TypeError(f"sampler must yield int indices; got {i!r} "
                                 f"({type(i).__name__})") from None
             yield (index, epoch)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.sampler!r}, epoch={self.epoch})"
 
     def __len__(self) -> int:
         if not hasattr(self.sampler, "__len__"):

@@ -744,6 +744,10 @@ class TorchCorruptedSet:
         """The level (1..5) of item ``i``."""
         return self.corrupted.severity_of(i)
 
+    def __repr__(self) -> str:
+        return (f"TorchCorruptedSet({self.corrupted!r}, transform={self.transform!r}, "
+                f"target_transform={self.target_transform!r})")
+
 
 _TORCH_CLASS = []
 

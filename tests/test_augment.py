@@ -781,6 +781,24 @@ def test_keyed_mode_independent_of_num_workers():
     del loader
 
 
+def test_reprs_show_weights_dataset_and_epoch():
+    # Weighted and unweighted transforms printed the same; AugmentedDataset and EpochSampler
+    # had object.__repr__ (an address), useless in a logged training config.
+    kw = dict(seed=1, corruptions=["pixelate", "black_corner"])
+    plain = AugMedMNISTC("dermamnist", **kw)
+    weighted = AugMedMNISTC("dermamnist", weights={"identity": 3}, **kw)
+    assert "probabilities" not in repr(plain)
+    # weights 1, 1, 3 over (pixelate, black_corner, identity): 1/5, 1/5, 3/5
+    assert repr(weighted) == ("AugMedMNISTC(dataset='dermamnist', choices=['pixelate', "
+                              "'black_corner', 'identity'], probabilities=[0.2, 0.2, 0.6], "
+                              "n_ops=1, levels=(1, 5), seed=1)")
+    ds = AugmentedDataset(np.zeros((5, 16, 16, 3), np.uint8), weighted, transform=np.asarray,
+                          epoch=2)
+    assert repr(ds) == (f"AugmentedDataset(ndarray of 5, {weighted!r}, "
+                        f"transform={np.asarray!r}, epoch=2)")
+    assert repr(EpochSampler(7, epoch=3)) == "EpochSampler(range(0, 7), epoch=3)"
+
+
 def test_augmented_dataset_tuples_and_transform():
     data = [(Image.fromarray(_image(28, True, seed=i)), np.array([i])) for i in range(3)]
     aug = AugMedMNISTC("pathmnist", seed=0)

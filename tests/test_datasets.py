@@ -285,6 +285,16 @@ def test_torch_adapter(tmp_path, rgb):
     assert im.shape == ((16, 16, 3) if rgb else (16, 16))
 
 
+def test_torch_adapter_repr(tmp_path):
+    # It was object.__repr__ (an address); now it names the set and the transforms.
+    pytest.importorskip("torch")
+    images, labels = _data()
+    _write(tmp_path, "pathmnist", "pixelate", images, labels)
+    cs = CorruptedSet(tmp_path, "pathmnist", "pixelate", severity=2)
+    assert repr(cs.torch(transform=np.asarray)) == (
+        f"TorchCorruptedSet({cs!r}, transform={np.asarray!r}, target_transform=None)")
+
+
 def test_zero_d_integer_indices_as_in_torch_subset(tmp_path):
     # Subset(ds, torch.tensor([...])) indexes ds with 0-d tensors; CorruptedSet and its torch
     # adapter raised TypeError for them (AugmentedDataset accepted them).
