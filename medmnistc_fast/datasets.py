@@ -701,13 +701,15 @@ class TorchCorruptedSet:
     -----
     Created through :meth:`CorruptedSet.torch` or directly; instances are real subclasses of
     ``torch.utils.data.Dataset`` (the class is built on first use, so importing this module
-    never imports torch).
+    never imports torch), instances of a subclass of this class too; they pickle and copy
+    (for spawned DataLoader workers) with their attributes.
     """
 
-    def __new__(cls, corrupted, transform=None, target_transform=None):
-        if cls is TorchCorruptedSet:
-            cls = _torch_class()
-        return object.__new__(cls)
+    def __new__(cls, *args, **kwargs):
+        # A subclass defined by the user (class My(TorchCorruptedSet)) was not a Dataset, and
+        # pickling or deep-copying it failed: "__new__() missing 1 required positional
+        # argument: 'corrupted'" (both call cls.__new__(cls) without arguments).
+        return object.__new__(_torch_class(cls))
 
     def __init__(self, corrupted, transform=None, target_transform=None):
         if not isinstance(corrupted, CorruptedSet):
@@ -745,21 +747,35 @@ class TorchCorruptedSet:
         return self.corrupted.severity_of(i)
 
     def __repr__(self) -> str:
-        return (f"TorchCorruptedSet({self.corrupted!r}, transform={self.transform!r}, "
+        return (f"{type(self).__name__}({self.corrupted!r}, transform={self.transform!r}, "
                 f"target_transform={self.target_transform!r})")
 
 
-_TORCH_CLASS = []
+#: {class: its Dataset subclass} and back, for TorchCorruptedSet and the user's subclasses of it
+#: (built on first use, so that importing this module never imports torch).
+_TORCH_CLASSES: dict = {}
+_PLAIN_CLASSES: dict = {}
 
 
-def _torch_class():
-    if not _TORCH_CLASS:
-        base = _torch_dataset_base()
-        _TORCH_CLASS.append(type("TorchCorruptedSet", (TorchCorruptedSet, base),
-                                 {"__module__": __name__, "__doc__": TorchCorruptedSet.__doc__,
-                                  "__reduce__": _reduce_torch_set}))
-    return _TORCH_CLASS[0]
+def _torch_class(cls=TorchCorruptedSet):
+    """``cls`` itself if it already derives from ``torch.utils.data.Dataset``, else a subclass
+    of ``(cls, Dataset)`` of the same name (made once per class)."""
+    if cls in _PLAIN_CLASSES or issubclass(cls, _torch_dataset_base()):
+        return cls
+    made = _TORCH_CLASSES.get(cls)
+    if made is None:
+        made = type(cls.__name__, (cls, _torch_dataset_base()),
+                    {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                     "__doc__": cls.__doc__, "__reduce__": _reduce_torch_set})
+        _TORCH_CLASSES[cls], _PLAIN_CLASSES[made] = made, cls
+    return made
 
 
 def _reduce_torch_set(self):
-    return (TorchCorruptedSet, (self.corrupted, self.transform, self.target_transform))
+    # Pickle by the importable class (the made one is not importable) and the attributes.
+    return (_new_torch_set, (_PLAIN_CLASSES.get(type(self), type(self)),), self.__dict__)
+
+
+def _new_torch_set(cls):
+    """An empty instance of ``cls`` (a TorchCorruptedSet class) for unpickling."""
+    return cls.__new__(cls)

@@ -1,4 +1,5 @@
 """Loading generated corrupted sets (issue 4): npz (stored, memory-mapped; deflated), zarr."""
+import copy
 import io
 import json
 import os
@@ -283,6 +284,38 @@ def test_torch_adapter(tmp_path, rgb):
     im, y = tds2[0]
     assert seen == [("RGB" if rgb else "L", (16, 16))] and y == labels[N, 0]
     assert im.shape == ((16, 16, 3) if rgb else (16, 16))
+
+
+class _ScaledTorchSet(TorchCorruptedSet):
+    """A user's subclass with its own constructor argument and attribute."""
+
+    def __init__(self, corrupted, scale):
+        super().__init__(corrupted)
+        self.scale = scale
+
+    def __getitem__(self, i):
+        image, label = super().__getitem__(i)
+        return image.float() * self.scale, label
+
+
+def test_torch_adapter_subclass_is_a_dataset_and_pickles(tmp_path):
+    # A subclass of TorchCorruptedSet was not a torch Dataset, and pickle (spawned DataLoader
+    # workers) and deepcopy failed: "__new__() missing 1 required positional argument".
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import ConcatDataset, Dataset
+
+    images, labels = _data()
+    _write(tmp_path, "pathmnist", "pixelate", images, labels)
+    cs = CorruptedSet(tmp_path, "pathmnist", "pixelate", severity=2)
+    ds = _ScaledTorchSet(cs, 2.0)
+    assert isinstance(ds, Dataset) and isinstance(ds, _ScaledTorchSet)
+    assert isinstance(ds + cs.torch(), ConcatDataset)  # Dataset.__add__
+    want = torch.from_numpy(np.moveaxis(images[N + 1], -1, 0).astype(np.float32) * 2)
+    for back in (pickle.loads(pickle.dumps(ds)), copy.deepcopy(ds)):
+        assert type(back) is type(ds) and back.scale == 2.0 and back.corrupted.severities == (2,)
+        assert torch.equal(back[1][0], want)
+        assert back[1][1].tolist() == labels[N + 1].tolist()
+    assert repr(ds).startswith("_ScaledTorchSet(CorruptedSet(")
 
 
 def test_torch_adapter_repr(tmp_path):
