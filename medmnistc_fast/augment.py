@@ -57,9 +57,9 @@ Randomness (no global state is ever touched):
   ``generator``) the whole epoch repeats exactly. Several ``seed=None`` transforms in one worker
   (two views of each image, say) draw distinct streams: the k-th of them to start its stream
   there (k = 0, 1, ...; the order is fixed by the dataset's code) mixes k into the worker seed.
-  With ``seed=None`` each process that is not a
-  DataLoader worker draws fresh OS entropy; with an int seed, copies of the transform in other
-  processes repeat the same stream (as a copied numpy Generator does): use keyed mode there.
+  With ``seed=None`` each process that is not a DataLoader worker draws fresh OS entropy; with
+  an int seed, copies of the transform in other processes repeat the same stream (as a copied
+  numpy Generator does): use keyed mode there.
 * **keyed mode** (``aug(img, index=i, epoch=e)``, :meth:`AugMedMNISTC.batch` with ``start``,
   :class:`AugmentedDataset`): the draws are a pure function of (seed, dataset, index, epoch),
   whatever the number of workers, batch split or order. With ``seed=None`` a seed is drawn once
