@@ -86,6 +86,16 @@ def _is_int(x) -> bool:
     return isinstance(x, (numbers.Integral, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
+def scalar_of(x):
+    """The Python scalar of a 0-d array or tensor (``torch.tensor(3)``, ``np.array(3)``), else
+    ``x`` unchanged: dataset indices and epochs are then checked as ints (a 0-d float or bool
+    stays a TypeError). ``torch.utils.data.Subset(ds, torch.tensor([...]))`` indexes ``ds``
+    with 0-d tensors."""
+    if getattr(x, "ndim", None) == 0 and hasattr(x, "item"):
+        return x.item()
+    return x
+
+
 def check_severity(severity) -> int:
     """Return ``severity`` as an int in 1..5; bools, floats and strings are rejected."""
     if not _is_int(severity):

@@ -54,9 +54,12 @@ Randomness (no global state is ever touched):
   ``seed``. Inside a torch ``DataLoader`` worker the stream is re-derived, at the worker's first
   call, from ``torch.utils.data.get_worker_info().seed`` (and ``seed``): workers draw different
   streams, every epoch differs, and under a fixed ``torch.manual_seed`` (or DataLoader
-  ``generator``) the whole epoch repeats exactly. With ``seed=None`` each process that is not a
-  DataLoader worker draws fresh OS entropy; with an int seed, copies of the transform in other
-  processes repeat the same stream (as a copied numpy Generator does): use keyed mode there.
+  ``generator``) the whole epoch repeats exactly. Several ``seed=None`` transforms in one worker
+  (two views of each image, say) draw distinct streams: the k-th of them to start its stream
+  there (k = 0, 1, ...; the order is fixed by the dataset's code) mixes k into the worker seed.
+  With ``seed=None`` each process that is not a DataLoader worker draws fresh OS entropy; with
+  an int seed, copies of the transform in other processes repeat the same stream (as a copied
+  numpy Generator does): use keyed mode there.
 * **keyed mode** (``aug(img, index=i, epoch=e)``, :meth:`AugMedMNISTC.batch` with ``start``,
   :class:`AugmentedDataset`): the draws are a pure function of (seed, dataset, index, epoch),
   whatever the number of workers, batch split or order. With ``seed=None`` a seed is drawn once
@@ -86,7 +89,7 @@ import numpy as np
 from . import registry, rng
 from ._validation import (MIN_SIDE, _is_int, as_hwc, as_nhwc, check_corruption, check_dataset,
                           check_int_pair, check_nonneg_int, check_seed, reject_masked,
-                          to_float)
+                          scalar_of, to_float)
 from .api import MAX_INDEX, _check_threads, _run_chunks, get_num_threads
 from .corruptions import color, digital, kind_of, noise
 from .corruptions._spec import Context
@@ -546,12 +549,23 @@ def _to_array(image, name: str, batched: bool):
     if _is_tensor(image):
         torch = _torch()
         t = image.detach()
+        # Sparse and nested tensors, meta tensors (no data) and float8 dtypes (no arithmetic
+        # on CPU) failed inside torch with NotImplementedError or RuntimeError.
+        if t.is_nested or t.layout != torch.strided:
+            got = ("a nested tensor (pass its images one by one)" if t.is_nested
+                   else f"layout {t.layout} (convert it first: .to_dense())")
+            raise TypeError(f"{name} (a torch tensor) must be a dense (strided) tensor; "
+                            f"got {got}")
+        if t.device.type == "meta":
+            raise ValueError(f"{name} (a torch tensor) must hold data (a CPU or accelerator "
+                             f"device); got a tensor on the 'meta' device")
         want = 4 if batched else 3
         layout = "(N, C, H, W)" if batched else "(C, H, W)"
         if t.ndim != want or t.shape[-3] not in (1, 3):
             raise ValueError(f"{name} (a torch tensor) must have shape {layout} with C = 1 or 3; "
                              f"got shape {tuple(t.shape)}")
-        if t.dtype != torch.uint8 and not t.dtype.is_floating_point:
+        floats = tuple(getattr(torch, n) for n in _FLOAT_TENSOR_NAMES)  # not float8 types
+        if t.dtype != torch.uint8 and t.dtype not in floats:
             raise TypeError(f"{name} (a torch tensor) must have dtype torch.uint8, or a floating "
                             f"dtype ({', '.join(_FLOAT_TENSOR_NAMES)}) with values in [0, 1]; "
                             f"got {t.dtype}")
@@ -651,6 +665,22 @@ def _worker_seed():
     except AttributeError:  # torch partially imported
         return None
     return None if info is None else int(info.seed)
+
+
+#: [pid, count]: how many seed=None transforms have started a DataLoader-worker stream in the
+#: process ``pid`` (a forked worker inherits the parent's list; the pid tells it apart).
+_WORKER_STREAMS: list = [None, 0]
+
+
+def _next_worker_stream() -> int:
+    """The number (0, 1, ...) of the next seed=None transform to start its stream in this
+    DataLoader worker process."""
+    pid = os.getpid()
+    if _WORKER_STREAMS[0] != pid:
+        _WORKER_STREAMS[:] = [pid, 0]
+    k = _WORKER_STREAMS[1]
+    _WORKER_STREAMS[1] = k + 1
+    return k
 
 
 # ---------------------------------------------------------------------------------------------
@@ -815,7 +845,13 @@ class AugMedMNISTC:
         owner = ("worker", wseed) if wseed is not None else ("process", os.getpid())
         if owner != self._owner:
             if wseed is not None:
-                entropy = wseed if self.seed is None else [self.seed, wseed]
+                if self.seed is None:
+                    # Two seed=None transforms in one worker drew the same stream from wseed
+                    # alone (two views of an image came out identical); the first keeps it.
+                    k = _next_worker_stream()
+                    entropy = wseed if k == 0 else [wseed, k]
+                else:
+                    entropy = [self.seed, wseed]
                 seq = np.random.SeedSequence(entropy, spawn_key=(_AUG_TAG, _STREAM_WORKER_TAG))
             elif self._gen is None or self.seed is None:
                 # First use, or a new process with seed=None: (fresh) entropy.
@@ -1033,11 +1069,13 @@ class AugMedMNISTC:
         Raises
         ------
         TypeError
-            Unsupported image type (a masked array included) or dtype; non-int index/epoch.
+            Unsupported image type (a masked array included) or dtype (tensors: uint8,
+            float16, bfloat16, float32 or float64); a sparse or nested tensor; non-int
+            index/epoch.
         ValueError
             Bad shape or channel count, side < 8, PIL mode other than L/RGB, float values
-            outside [0, 1] or not finite, index outside [0, 2**63), negative epoch, epoch
-            without index.
+            outside [0, 1] or not finite, a tensor on the 'meta' device, index outside
+            [0, 2**63), negative epoch, epoch without index.
         """
         g = self._stream() if index is None and epoch is None else self._generator(index, epoch)
         if self.n_ops == 1 and _is_pil(image):
@@ -1098,8 +1136,13 @@ class AugMedMNISTC:
         return _from_array(out, ad)
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(dataset={self.dataset!r}, choices={list(self.choices)!r}, "
-                f"n_ops={self.n_ops}, levels={self.levels}, seed={self.seed!r})")
+        # Non-uniform weights change what the transform does: show the resulting probabilities
+        # (two transforms differing only in weights= printed the same).
+        probs = self.probabilities
+        weighted = ("" if np.allclose(probs, probs[0], rtol=0, atol=1e-12) else
+                    f", probabilities={[round(float(p), 4) for p in probs]!r}")
+        return (f"{type(self).__name__}(dataset={self.dataset!r}, choices={list(self.choices)!r}"
+                f"{weighted}, n_ops={self.n_ops}, levels={self.levels}, seed={self.seed!r})")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1173,12 +1216,16 @@ class AugmentedDataset:
     def __len__(self) -> int:
         return len(self.dataset)
 
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({type(self.dataset).__name__} of {len(self)}, "
+                f"{self.augment!r}, transform={self.transform!r}, epoch={self.epoch})")
+
     def __getitem__(self, item):
         """``(augmented image, *rest)`` for ``item = i`` or ``item = (i, epoch)``."""
         if isinstance(item, tuple) and len(item) == 2:
-            index, epoch = _scalar(item[0]), check_nonneg_int(_scalar(item[1]), "epoch")
+            index, epoch = scalar_of(item[0]), check_nonneg_int(scalar_of(item[1]), "epoch")
         else:
-            index, epoch = _scalar(item), self.epoch
+            index, epoch = scalar_of(item), self.epoch
         n = len(self.dataset)
         if not _is_int(index):
             raise TypeError(f"index must be an int in -{n}..{n - 1} (or a 0-d integer array or "
@@ -1195,15 +1242,6 @@ class AugmentedDataset:
         if self.transform is not None:
             image = self.transform(image)
         return (image,) + tuple(sample[1:]) if is_tuple else image
-
-
-def _scalar(x):
-    """The Python scalar of a 0-d array or tensor (``torch.tensor(3)``, ``np.array(3)``), else
-    ``x`` unchanged: indices and epochs are then checked as ints (a 0-d float or bool stays a
-    TypeError)."""
-    if getattr(x, "ndim", None) == 0 and hasattr(x, "item"):
-        return x.item()
-    return x
 
 
 class EpochSampler:
@@ -1265,6 +1303,9 @@ class EpochSampler:
                 raise TypeError(f"sampler must yield int indices; got {i!r} "
                                 f"({type(i).__name__})") from None
             yield (index, epoch)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.sampler!r}, epoch={self.epoch})"
 
     def __len__(self) -> int:
         if not hasattr(self.sampler, "__len__"):

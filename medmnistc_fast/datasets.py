@@ -32,7 +32,8 @@ import numpy as np
 
 from . import registry
 from ._npz import inspect_npz, read_member_array
-from ._validation import _is_int, check_corruption, check_dataset, check_path, missing_extra
+from ._validation import (_is_int, check_corruption, check_dataset, check_path, missing_extra,
+                          scalar_of)
 
 __all__ = ["CorruptedSet", "TorchCorruptedSet", "available_corruptions", "folder_name",
            "IMAGES_KEY", "LABELS_KEY", "SPLITS", "MANIFEST_GENERATOR"]
@@ -379,8 +380,9 @@ class CorruptedSet:
     ``severities[i // N]`` (file row ``stored_severities.index(level) * N + i % N``) and
     ``cs[i]`` returns ``(image, label)``: a new writable uint8 ndarray of shape
     ``image_shape`` and the label row (``(L,)``, or ``()`` for 1-D labels; the file's dtype).
-    Negative indices count from the end; TypeError for a non-int index, IndexError beyond
-    ``len(cs)``.
+    Negative indices count from the end; TypeError for a non-int index (0-d integer arrays and
+    tensors count as ints, as ``torch.utils.data.Subset(ds, torch.tensor([...]))`` passes
+    them), IndexError beyond ``len(cs)``.
     :meth:`arrays` gives whole arrays (memory-mapped slices when possible).
 
     Raises
@@ -603,6 +605,7 @@ class CorruptedSet:
 
     def _row(self, i) -> tuple:
         n = len(self)
+        i = scalar_of(i)
         if not _is_int(i):
             raise TypeError(f"index must be an int in -{n}..{n - 1}; got {i!r} "
                             f"({type(i).__name__})")
@@ -621,7 +624,7 @@ class CorruptedSet:
         Raises
         ------
         TypeError
-            ``i`` not an int.
+            ``i`` not an int (a 0-d integer array or tensor counts as one).
         IndexError
             ``i`` outside ``-len(self)..len(self) - 1``.
         """
@@ -720,13 +723,15 @@ class TorchCorruptedSet:
     -----
     Created through :meth:`CorruptedSet.torch` or directly; instances are real subclasses of
     ``torch.utils.data.Dataset`` (the class is built on first use, so importing this module
-    never imports torch).
+    never imports torch), instances of a subclass of this class too; they pickle and copy
+    (for spawned DataLoader workers) with their attributes.
     """
 
-    def __new__(cls, corrupted, transform=None, target_transform=None):
-        if cls is TorchCorruptedSet:
-            cls = _torch_class()
-        return object.__new__(cls)
+    def __new__(cls, *args, **kwargs):
+        # A subclass defined by the user (class My(TorchCorruptedSet)) was not a Dataset, and
+        # pickling or deep-copying it failed: "__new__() missing 1 required positional
+        # argument: 'corrupted'" (both call cls.__new__(cls) without arguments).
+        return object.__new__(_torch_class(cls))
 
     def __init__(self, corrupted, transform=None, target_transform=None):
         if not isinstance(corrupted, CorruptedSet):
@@ -763,18 +768,36 @@ class TorchCorruptedSet:
         """The level (1..5) of item ``i``."""
         return self.corrupted.severity_of(i)
 
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({self.corrupted!r}, transform={self.transform!r}, "
+                f"target_transform={self.target_transform!r})")
 
-_TORCH_CLASS = []
+
+#: {class: its Dataset subclass} and back, for TorchCorruptedSet and the user's subclasses of it
+#: (built on first use, so that importing this module never imports torch).
+_TORCH_CLASSES: dict = {}
+_PLAIN_CLASSES: dict = {}
 
 
-def _torch_class():
-    if not _TORCH_CLASS:
-        base = _torch_dataset_base()
-        _TORCH_CLASS.append(type("TorchCorruptedSet", (TorchCorruptedSet, base),
-                                 {"__module__": __name__, "__doc__": TorchCorruptedSet.__doc__,
-                                  "__reduce__": _reduce_torch_set}))
-    return _TORCH_CLASS[0]
+def _torch_class(cls=TorchCorruptedSet):
+    """``cls`` itself if it already derives from ``torch.utils.data.Dataset``, else a subclass
+    of ``(cls, Dataset)`` of the same name (made once per class)."""
+    if cls in _PLAIN_CLASSES or issubclass(cls, _torch_dataset_base()):
+        return cls
+    made = _TORCH_CLASSES.get(cls)
+    if made is None:
+        made = type(cls.__name__, (cls, _torch_dataset_base()),
+                    {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                     "__doc__": cls.__doc__, "__reduce__": _reduce_torch_set})
+        _TORCH_CLASSES[cls], _PLAIN_CLASSES[made] = made, cls
+    return made
 
 
 def _reduce_torch_set(self):
-    return (TorchCorruptedSet, (self.corrupted, self.transform, self.target_transform))
+    # Pickle by the importable class (the made one is not importable) and the attributes.
+    return (_new_torch_set, (_PLAIN_CLASSES.get(type(self), type(self)),), self.__dict__)
+
+
+def _new_torch_set(cls):
+    """An empty instance of ``cls`` (a TorchCorruptedSet class) for unpickling."""
+    return cls.__new__(cls)

@@ -483,6 +483,42 @@ def test_tensor_errors():
         aug(torch.full((3, 28, 28), 2.0))
 
 
+def test_tensor_errors_layouts_devices_float8():
+    # These failed inside torch (TypeError naming no argument, RuntimeError, or
+    # NotImplementedError) instead of naming the argument and what it accepts.
+    torch = pytest.importorskip("torch")
+    aug = AugMedMNISTC("pathmnist", seed=0)
+    dense = torch.zeros(3, 28, 28)
+    with pytest.raises(TypeError, match=r"^image \(a torch tensor\) must be a dense \(strided\) "
+                                        r"tensor; got layout torch.sparse_coo"):
+        aug(dense.to_sparse())
+    with pytest.raises(TypeError, match=r"^images \(a torch tensor\) must be a dense"):
+        aug.batch(dense[None].to_sparse(), start=0)
+    nested = torch.nested.nested_tensor([dense], layout=torch.jagged)
+    with pytest.raises(TypeError, match=r"^image \(a torch tensor\) must be a dense.*nested"):
+        aug(nested)
+    for dtype in (torch.uint8, torch.float32):
+        meta = torch.empty(3, 28, 28, dtype=dtype, device="meta")
+        with pytest.raises(ValueError, match=r"^image \(a torch tensor\) must hold data.*'meta'"):
+            aug(meta, index=0)
+        with pytest.raises(ValueError, match=r"^images \(a torch tensor\) must hold data"):
+            aug.batch(meta[None], start=0)
+    for name in ("float8_e4m3fn", "float8_e5m2"):
+        if hasattr(torch, name):
+            f8 = dense.to(getattr(torch, name))
+            with pytest.raises(TypeError, match=r"float16, bfloat16, float32, float64\) with "
+                                                rf"values in \[0, 1\]; got torch.{name}$"):
+                aug(f8, index=0)
+    # the four floating dtypes still work, and give the uint8 result / 255
+    x = torch.arange(3 * 28 * 28, dtype=torch.int64).remainder(256).to(torch.uint8)
+    x = x.reshape(3, 28, 28)
+    want = aug(x, index=4).to(torch.float64) / 255
+    for dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+        got = aug(x.to(dtype) / 255, index=4)
+        assert got.dtype == dtype
+        assert torch.equal(got, want.to(dtype)), dtype
+
+
 # ---------------------------------------------------------------------------------------------
 # Randomness
 # ---------------------------------------------------------------------------------------------
@@ -681,6 +717,44 @@ def test_dataloader_workers_distinct_and_repeatable(seed):
     assert not np.array_equal(e1, e2)
 
 
+class _TwoViews:
+    """Every item is two stream-mode views of one image, by two transforms."""
+
+    def __init__(self, first, second, n):
+        self.first, self.second, self.n = first, second, n
+        self.x = np.full((16, 16, 3), 128, np.uint8)
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return self.first(self.x), self.second(self.x)
+
+
+def test_dataloader_workers_two_unseeded_transforms_draw_distinct_streams():
+    # Two seed=None transforms in one worker derived their streams from the worker seed alone,
+    # so the two views of every image were identical (SimCLR-style pairs never differed).
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    def make():
+        return AugMedMNISTC("dermamnist", corruptions=["gaussian_noise"], identity=False)
+
+    ds = _TwoViews(make(), make(), 8)
+    ds[0]  # compile kernels in the parent before forking
+    loader = DataLoader(ds, batch_size=2, num_workers=2)
+    torch.manual_seed(99)
+    first = [(a.numpy(), b.numpy()) for a, b in loader]
+    torch.manual_seed(99)
+    again = [(a.numpy(), b.numpy()) for a, b in loader]
+    # Gaussian noise on a flat gray image: two independent draws cannot coincide.
+    for a, b in first:
+        for k in range(len(a)):
+            assert not np.array_equal(a[k], b[k])
+    for (a, b), (a2, b2) in zip(first, again):  # still repeatable under torch.manual_seed
+        assert np.array_equal(a, a2) and np.array_equal(b, b2)
+
+
 def test_keyed_mode_independent_of_num_workers():
     pytest.importorskip("torch")
     from torch.utils.data import DataLoader
@@ -705,6 +779,24 @@ def test_keyed_mode_independent_of_num_workers():
         got.append(_epoch(loader))
     assert np.array_equal(got[0], ref) and np.array_equal(got[1], e1)
     del loader
+
+
+def test_reprs_show_weights_dataset_and_epoch():
+    # Weighted and unweighted transforms printed the same; AugmentedDataset and EpochSampler
+    # had object.__repr__ (an address), useless in a logged training config.
+    kw = dict(seed=1, corruptions=["pixelate", "black_corner"])
+    plain = AugMedMNISTC("dermamnist", **kw)
+    weighted = AugMedMNISTC("dermamnist", weights={"identity": 3}, **kw)
+    assert "probabilities" not in repr(plain)
+    # weights 1, 1, 3 over (pixelate, black_corner, identity): 1/5, 1/5, 3/5
+    assert repr(weighted) == ("AugMedMNISTC(dataset='dermamnist', choices=['pixelate', "
+                              "'black_corner', 'identity'], probabilities=[0.2, 0.2, 0.6], "
+                              "n_ops=1, levels=(1, 5), seed=1)")
+    ds = AugmentedDataset(np.zeros((5, 16, 16, 3), np.uint8), weighted, transform=np.asarray,
+                          epoch=2)
+    assert repr(ds) == (f"AugmentedDataset(ndarray of 5, {weighted!r}, "
+                        f"transform={np.asarray!r}, epoch=2)")
+    assert repr(EpochSampler(7, epoch=3)) == "EpochSampler(range(0, 7), epoch=3)"
 
 
 def test_augmented_dataset_tuples_and_transform():

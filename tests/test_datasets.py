@@ -1,4 +1,5 @@
 """Loading generated corrupted sets (issue 4): npz (stored, memory-mapped; deflated), zarr."""
+import copy
 import io
 import json
 import os
@@ -283,6 +284,70 @@ def test_torch_adapter(tmp_path, rgb):
     im, y = tds2[0]
     assert seen == [("RGB" if rgb else "L", (16, 16))] and y == labels[N, 0]
     assert im.shape == ((16, 16, 3) if rgb else (16, 16))
+
+
+class _ScaledTorchSet(TorchCorruptedSet):
+    """A user's subclass with its own constructor argument and attribute."""
+
+    def __init__(self, corrupted, scale):
+        super().__init__(corrupted)
+        self.scale = scale
+
+    def __getitem__(self, i):
+        image, label = super().__getitem__(i)
+        return image.float() * self.scale, label
+
+
+def test_torch_adapter_subclass_is_a_dataset_and_pickles(tmp_path):
+    # A subclass of TorchCorruptedSet was not a torch Dataset, and pickle (spawned DataLoader
+    # workers) and deepcopy failed: "__new__() missing 1 required positional argument".
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import ConcatDataset, Dataset
+
+    images, labels = _data()
+    _write(tmp_path, "pathmnist", "pixelate", images, labels)
+    cs = CorruptedSet(tmp_path, "pathmnist", "pixelate", severity=2)
+    ds = _ScaledTorchSet(cs, 2.0)
+    assert isinstance(ds, Dataset) and isinstance(ds, _ScaledTorchSet)
+    assert isinstance(ds + cs.torch(), ConcatDataset)  # Dataset.__add__
+    want = torch.from_numpy(np.moveaxis(images[N + 1], -1, 0).astype(np.float32) * 2)
+    for back in (pickle.loads(pickle.dumps(ds)), copy.deepcopy(ds)):
+        assert type(back) is type(ds) and back.scale == 2.0 and back.corrupted.severities == (2,)
+        assert torch.equal(back[1][0], want)
+        assert back[1][1].tolist() == labels[N + 1].tolist()
+    assert repr(ds).startswith("_ScaledTorchSet(CorruptedSet(")
+
+
+def test_torch_adapter_repr(tmp_path):
+    # It was object.__repr__ (an address); now it names the set and the transforms.
+    pytest.importorskip("torch")
+    images, labels = _data()
+    _write(tmp_path, "pathmnist", "pixelate", images, labels)
+    cs = CorruptedSet(tmp_path, "pathmnist", "pixelate", severity=2)
+    assert repr(cs.torch(transform=np.asarray)) == (
+        f"TorchCorruptedSet({cs!r}, transform={np.asarray!r}, target_transform=None)")
+
+
+def test_zero_d_integer_indices_as_in_torch_subset(tmp_path):
+    # Subset(ds, torch.tensor([...])) indexes ds with 0-d tensors; CorruptedSet and its torch
+    # adapter raised TypeError for them (AugmentedDataset accepted them).
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import Subset
+
+    images, labels = _data()
+    _write(tmp_path, "pathmnist", "pixelate", images, labels)
+    cs = CorruptedSet(tmp_path, "pathmnist", "pixelate", severity=[3, 1])
+    # item i is row stored_severities.index(level) * N + i % N, level severities[i // N]
+    assert np.array_equal(cs[torch.tensor(N + 1)][0], images[0 * N + 1])
+    assert np.array_equal(cs[np.array(-1)][0], images[N - 1])
+    assert cs.severity_of(torch.tensor(0)) == 3
+    sub = Subset(cs.torch(), torch.tensor([1, N + 2]))
+    img, lab = sub[1]
+    assert np.array_equal(img.permute(1, 2, 0).numpy(), images[2])
+    assert lab.tolist() == labels[2].tolist()
+    for bad in (torch.tensor(1.0), np.array(True), torch.tensor([1])):
+        with pytest.raises(TypeError, match=rf"index must be an int in {-2 * N}\.\.{2 * N - 1}; got"):
+            cs[bad]
 
 
 def test_torch_adapter_pickles(tmp_path):
