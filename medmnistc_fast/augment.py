@@ -1047,7 +1047,7 @@ class AugMedMNISTC:
                              f"{ranges!r})")
         return op
 
-    def __call__(self, image, *, index=None, epoch=None):
+    def __call__(self, image, *rest, index=None, epoch=None):
         """Corrupt one image with a randomly drawn corruption (or leave it unchanged).
 
         Parameters
@@ -1056,6 +1056,10 @@ class AugMedMNISTC:
             PIL mode 'L' or 'RGB'; ndarray ``(H, W)``, ``(H, W, 1)`` or ``(H, W, 3)``; tensor
             ``(C, H, W)``, C in {1, 3}. uint8, or floating in [0, 1] (ndarray, tensor).
             H, W >= 8.
+        *rest : any
+            Further positional inputs (the target of an ``(image, target)`` sample), returned
+            unchanged after the image: ``torchvision.transforms.v2.Compose`` calls each of its
+            transforms with all the sample's inputs, ``aug(image, label)``.
         index : int in [0, 2**63), optional
             Sample index: keyed mode, the draws are a pure function of (seed, dataset, index,
             epoch). Default: stream mode.
@@ -1064,7 +1068,8 @@ class AugMedMNISTC:
 
         Returns
         -------
-        Same type, shape and dtype as ``image``; always a new object.
+        Same type, shape and dtype as ``image``; always a new object. With ``rest``, the tuple
+        ``(that image, *rest)``.
 
         Raises
         ------
@@ -1077,6 +1082,8 @@ class AugMedMNISTC:
             outside [0, 1] or not finite, a tensor on the 'meta' device, index outside
             [0, 2**63), negative epoch, epoch without index.
         """
+        if rest:  # torchvision v2's (image, target, ...) call: only the image is corrupted
+            return (self(image, index=index, epoch=epoch),) + rest
         g = self._stream() if index is None and epoch is None else self._generator(index, epoch)
         if self.n_ops == 1 and _is_pil(image):
             # The common training case, shortened: _to_array's PIL branch without the adapter,

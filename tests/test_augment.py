@@ -676,6 +676,29 @@ def test_compose_with_torchvision_v2_keeps_tv_tensor():
     assert isinstance(aug(v2.ToImage()(img)), tv_tensors.Image)
 
 
+def test_torchvision_v2_compose_with_image_and_target():
+    # v2.Compose calls every transform with all of a sample's inputs: aug(image, label) used to
+    # raise "__call__() takes 2 positional arguments but 3 were given". The image is corrupted
+    # as alone (keyed mode: compared with the same index), the target passes through untouched.
+    torch = pytest.importorskip("torch")
+    v2 = pytest.importorskip("torchvision.transforms.v2")
+    aug = AugMedMNISTC("dermamnist", seed=5, identity=False)
+    x = _image(28, True)
+    label = torch.tensor([3])
+    pipe = v2.Compose([v2.ToImage(), v2.ToDtype(torch.uint8)])
+    img = pipe(Image.fromarray(x))
+    out, target = aug(img, label, index=7)
+    assert target is label
+    assert torch.equal(out, aug(img, index=7)) and not torch.equal(out, img)
+    out2, target2, extra = aug(x, 3, "meta", index=7)
+    assert (target2, extra) == (3, "meta")
+    np.testing.assert_array_equal(out2, aug(x, index=7))
+    # inside a v2 pipeline, in stream mode: the pair comes back as a pair
+    img2, lab2 = v2.Compose([v2.ToImage(), aug, v2.ToDtype(torch.float32, scale=True)])(
+        Image.fromarray(x), 4)
+    assert lab2 == 4 and img2.dtype == torch.float32 and img2.shape == (3, 28, 28)
+
+
 class _ConstantStream:
     """Every item is the same image through the transform in stream mode."""
 
