@@ -489,7 +489,8 @@ class RobustnessReport:
     """Result of :func:`evaluate_robustness` (immutable; mappings are read-only and ordered).
 
     All errors are balanced errors (``1 - balanced accuracy``) as fractions in ``[0, 1]``. Mappings are
-    keyed by corruption name, in the dataset's reference order restricted to the evaluated corruptions.
+    keyed by corruption name, in the dataset's reference order restricted to the evaluated corruptions
+    (for a custom baseline, the order of its ``errors`` mapping).
     Instances are unhashable (they hold mappings).
 
     Attributes
@@ -650,8 +651,9 @@ class RobustnessReport:
         Parameters
         ----------
         digits : int in 0..17, default 4
-            Decimal places (values are fractions, not percentages; 17 places show every digit
-            of a double in [0, 1]).
+            Decimal places (values are fractions, not percentages). Fixed decimal places round
+            small values (17 places keep every digit only from 0.1 up); :meth:`to_csv` and
+            :meth:`to_json` hold the exact values.
         path : str or path-like, optional
             If given, the text is written there (atomically, as :meth:`to_json` writes)
             and the path is returned instead of the text.
@@ -846,7 +848,8 @@ def evaluate_robustness(
     -------
     RobustnessReport
         Per-severity errors and balanced accuracies, ``E_c``, ``BE_c``, ``rBE_c``, BE, rBE and the baseline
-        numbers used. Corruptions appear in the dataset's reference order.
+        numbers used. Corruptions appear in the dataset's reference order (for a custom ``baseline``, in
+        the order of its ``errors`` mapping, which also defines the valid names).
 
     Raises
     ------

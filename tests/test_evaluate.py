@@ -653,6 +653,13 @@ def test_report_custom_baseline_and_zero_denominator_rule():
     assert rep.be["motion_blur"] == pytest.approx(1.25)
     assert rep.rbe["motion_blur"] == pytest.approx(2.5)
     assert rep.mean_be == pytest.approx(1.0) and rep.mean_rbe == pytest.approx(1.75)
+    # a custom baseline defines the valid names and their order (documented): the same numbers with its
+    # errors listed motion_blur first give that order, not breastmnist's (pixelate first)
+    base_rev = {"clean_error": 0.1, "errors": {"motion_blur": 0.2, "pixelate": 0.4}}
+    rev = ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), breast_scores(), baseline=base_rev)
+    assert rev.corruptions == ("motion_blur", "pixelate")
+    assert list(rev.to_dict()["corruptions"]) == ["motion_blur", "pixelate"]
+    assert dict(rev.be) == dict(rep.be) and dict(rev.rbe) == dict(rep.rbe)
     # zero denominators raise ValueError naming the baseline, never NaN
     with pytest.raises(ValueError, match="baseline.*rBE"):
         ev.evaluate_robustness("breastmnist", Y4, two_col(P_OK), breast_scores(),
