@@ -654,14 +654,22 @@ def test_compose_with_torchvision():
     T = pytest.importorskip("torchvision.transforms")
     x = _image(28, True)
     aug = AugMedMNISTC("pathmnist", seed=0)
+    twin = AugMedMNISTC("pathmnist", seed=0)  # the same stream: the same draws, call by call
     pipe = T.Compose([aug, T.ToTensor(), T.Normalize(mean=[0.5] * 3, std=[0.5] * 3)])
     out = pipe(Image.fromarray(x))
     assert isinstance(out, torch.Tensor) and out.shape == (3, 28, 28)
     assert out.dtype == torch.float32
+    # ToTensor then Normalize, written out: (HWC uint8 -> CHW / 255 - 0.5) / 0.5
+    alone = np.asarray(twin(Image.fromarray(x)))
+    want = (torch.from_numpy(alone.copy()).permute(2, 0, 1).float() / 255 - 0.5) / 0.5
+    torch.testing.assert_close(out, want, rtol=0, atol=1e-6)
     pipe2 = T.Compose([T.ToTensor(), aug, T.RandomHorizontalFlip(p=1.0)])
     out2 = pipe2(Image.fromarray(x))
     assert out2.shape == (3, 28, 28) and out2.dtype == torch.float32
     assert float(out2.min()) >= 0 and float(out2.max()) <= 1
+    # the float tensor is corrupted as the transform alone does it, then mirrored
+    want2 = twin(torch.from_numpy(x.copy()).permute(2, 0, 1).float() / 255).flip(-1)
+    torch.testing.assert_close(out2, want2, rtol=0, atol=0)
 
 
 def test_compose_with_torchvision_v2_keeps_tv_tensor():
@@ -673,6 +681,10 @@ def test_compose_with_torchvision_v2_keeps_tv_tensor():
     img = Image.fromarray(_image(28, False))
     out = pipe(img)
     assert isinstance(out, tv_tensors.Image) and out.shape == (1, 28, 28)
+    # the pixels are the transform's alone (same seed, first call), scaled to [0, 1]
+    alone = AugMedMNISTC("chestmnist", seed=0)(_image(28, False))
+    torch.testing.assert_close(out.as_subclass(torch.Tensor)[0],
+                               torch.from_numpy(alone).float() / 255, rtol=0, atol=1e-6)
     assert isinstance(aug(v2.ToImage()(img)), tv_tensors.Image)
 
 

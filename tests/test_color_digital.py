@@ -86,6 +86,14 @@ def test_small_and_odd_sizes_do_not_crash():
     out = mf.corrupt(img, "pixelate", 5, dataset="tissuemnist")  # int(10 * 0.1) == 1
     assert out.shape == img.shape
     assert np.array_equal(out, ref_pixelate(Image.fromarray(img), 0.1))
+    # Non-square with both reduced sides above 1 and different (10 x 13 at 0.1 reduces both to
+    # 1 px, where swapping width and height goes unseen): every tissuemnist level, gray and RGB.
+    for shape in [(37, 61, 3), (61, 37, 1), (12, 200, 1)]:
+        img = np.random.default_rng(shape[0]).integers(0, 256, shape, dtype=np.uint8)
+        img = img[..., 0] if shape[2] == 1 else img
+        for level, f in enumerate(mf.severity_table("tissuemnist", "pixelate"), start=1):
+            out = mf.corrupt(img, "pixelate", level, dataset="tissuemnist")
+            assert np.array_equal(out, ref_pixelate(Image.fromarray(img), f)), (shape, level)
 
 
 def test_jpeg_bit_exact_on_odd_shapes_and_strided_inputs():

@@ -116,7 +116,7 @@ def test_samplers_take_more_words_when_they_run_out(monkeypatch):
 def test_out_of_range_parameters_use_the_generator_calls():
     ctx = Context((224, 224, 3), 9, 3)
     _same(A.bubble_sample((2**33, 9), ctx), _bubble_by_generator((2**33, 9), ctx))
-    with pytest.raises(ValueError):  # NumPy's own error for a negative count
+    with pytest.raises(ValueError, match="negative"):  # NumPy's own error for a negative count
         A.bubble_sample((5, -3), ctx)
 
 

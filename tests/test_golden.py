@@ -49,6 +49,21 @@ def test_manifest_covers_every_pair():
     assert set(MANIFEST["entries"]) == expected
 
 
+def test_severity_tables_equal_the_references():
+    # Each entry's param is the reference's table value, recorded by tools/make_golden.py from
+    # medmnistc's own tables (JSON: tuples as lists, zoom lists as numpy.arange's exact floats).
+    # The motion entries below run F.motion_blur with this recorded param, not the registry's,
+    # so without this check a wrong motion_blur table passed every golden test (mutation check:
+    # one radius 10 -> 11).
+    wrong = []
+    for entry, e in sorted(MANIFEST["entries"].items()):
+        dataset, corruption, level = entry.split("/")
+        ours = mf.severity_table(dataset, corruption)[int(level) - 1]
+        if json.loads(json.dumps(ours)) != e["param"]:
+            wrong.append((entry, ours, e["param"]))
+    assert len(MANIFEST["entries"]) == 655 and wrong == []
+
+
 @pytest.mark.parametrize("entry", entries("exact"))
 def test_deterministic_outputs(entry):
     dataset, corruption, level = entry.split("/")

@@ -93,6 +93,21 @@ def test_gray_impulse_is_luma_of_three_draws():
         assert np.array_equal(gray, to_gray(rgb))
 
 
+def test_to_gray_is_pillows_rgb_to_l_for_every_colour():
+    # to_gray is the oracle of the gray tests here and in test_artifacts.py, so it is checked
+    # itself against Pillow's convert("L") on all 2**24 colours: the rounding term only matters
+    # where the weighted sum is an odd multiple of 2**15 (no gray colour is), which random images
+    # rarely hit (mutation check: 0x8000 -> 0x7FFF passed the rest of the suite).
+    from PIL import Image
+
+    g, b = np.meshgrid(np.arange(256, dtype=np.uint8), np.arange(256, dtype=np.uint8),
+                       indexing="ij")
+    for r in range(256):
+        rgb = np.ascontiguousarray(np.stack([np.full_like(g, r), g, b], axis=-1))
+        want = np.asarray(Image.fromarray(rgb).convert("L"))
+        np.testing.assert_array_equal(to_gray(rgb)[..., 0], want, err_msg=f"r = {r}")
+
+
 LUMA = np.array([19595, 38470, 7471])
 
 
