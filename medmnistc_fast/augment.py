@@ -244,6 +244,12 @@ def _box_side(lo, hi, j: int) -> int:
     return int(lo) + math.floor((int(hi) - int(lo)) * j / (BOX_GRID_POINTS - 1) + 0.5)
 
 
+def _boxes(ranges) -> list:
+    """The :data:`BOX_GRID_POINTS` (width, height) boxes the box rule draws from ``ranges``,
+    in grid order (repeats kept)."""
+    return [tuple(_box_side(lo, hi, j) for lo, hi in ranges) for j in range(BOX_GRID_POINTS)]
+
+
 def _grid_value(lo, hi, j: int) -> float:
     """Point ``j`` (0 .. NOISE_GRID_POINTS - 1) of the equally spaced noise grid on [lo, hi]."""
     return float(lo + (hi - lo) * j / (NOISE_GRID_POINTS - 1))
@@ -297,8 +303,7 @@ def _param_ok(corruption: str, param, ranges: tuple, rule=None) -> bool:
     if rule == "box":
         return (isinstance(param, (tuple, list)) and len(param) == 2
                 and all(_is_int(v) for v in param)
-                and any(tuple(param) == tuple(_box_side(lo, hi, j) for lo, hi in ranges)
-                        for j in range(BOX_GRID_POINTS)))
+                and tuple(param) in _boxes(ranges))
     if rule == "zoom":
         return _zoom_ok(param, ranges, within)
     if rule == "stain":
@@ -990,8 +995,10 @@ class AugMedMNISTC:
         ops : sequence of Op (or of ``(corruption, param, key)`` triples)
             Operations of this transform's choices, each with a parameter :meth:`draw` could
             give (in the form of a severity-table entry, every component within this
-            transform's :func:`param_range`; stain_deposit's ink side one of the stored sets)
-            and a key, an int in ``[0, 2**64)``.
+            transform's :func:`param_range`; stain_deposit's ink side one of the stored sets;
+            the pathology suites' marking box one of the :data:`BOX_GRID_POINTS` boxes of the
+            grid, which need not hold the table's boxes: (31, 34) of ``pathology96`` level 3
+            is not one, (32, 34) is) and a key, an int in ``[0, 2**64)``.
 
         Returns
         -------
@@ -1042,6 +1049,11 @@ class AugMedMNISTC:
         ranges = self._ranges[op.corruption]
         rule = _rule(self.dataset, op.corruption)
         if not _param_ok(op.corruption, op.param, ranges, rule):
+            if rule == "box":  # the ranges alone do not say which boxes are drawn
+                boxes = ", ".join(map(str, dict.fromkeys(_boxes(ranges))))
+                raise ValueError(f"ops[{i}].param {op.param!r} is not a {op.corruption} "
+                                 f"parameter this transform draws: one of the (width, height) "
+                                 f"boxes {boxes}")
             raise ValueError(f"ops[{i}].param {op.param!r} is not a {op.corruption} parameter "
                              f"this transform draws (rule {rule!r}, ranges "
                              f"{ranges!r})")

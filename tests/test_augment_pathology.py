@@ -73,6 +73,27 @@ def test_marking_boxes_keep_the_table_proportions(suite):
 
 
 @pytest.mark.parametrize("suite", SUITES)
+def test_off_grid_marking_box_error_lists_the_grid(suite):
+    # The ranges alone ((10, 54), (10, 57) at 96 px) do not say which boxes are accepted: the
+    # table's level-3 box lies inside them and is refused. The message must name the allowed
+    # boxes (the grid, derived here from the documented formula), nearest ones included.
+    (wlo, whi), (hlo, hi) = param_range(suite, "marking")
+    grid = [(wlo + math.floor((whi - wlo) * j / 16 + 0.5),
+             hlo + math.floor((hi - hlo) * j / 16 + 0.5)) for j in range(17)]
+    off = registry.TABLES[suite]["marking"][2]
+    assert off not in grid and wlo <= off[0] <= whi and hlo <= off[1] <= hi
+    aug = AugMedMNISTC(suite, corruptions=["marking"], seed=0)
+    with pytest.raises(ValueError) as err:
+        aug.apply(_image(SUITES[suite]), [Op("marking", off, 1)])
+    msg = str(err.value)
+    assert "ops[0].param" in msg and repr(off) in msg
+    for box in grid:
+        assert str(box) in msg, box
+    # a grid box is accepted
+    aug.apply(_image(SUITES[suite]), [Op("marking", grid[8], 1)])
+
+
+@pytest.mark.parametrize("suite", SUITES)
 def test_marking_lands_at_a_random_position(suite):
     side = SUITES[suite]
     x = np.full((side, side, 3), 230, np.uint8)
