@@ -63,7 +63,8 @@ def _add_source(p: argparse.ArgumentParser, folder: bool = False) -> None:
                          help="read an image folder instead: one sub-folder per class "
                               "(DIR/CLASS/IMAGE.png|jpg|jpeg|tif|tiff; classes sorted by name, "
                               "label = class index; files sorted by name), all images of one "
-                              "size; any dataset key, e.g. pathology96, pathology224 or "
+                              "size and 8 bits per channel (16-bit and float images are "
+                              "refused: convert them first); any dataset key, e.g. pathology96, pathology224 or "
                               "pathology (suite picked from the image size)")
     p.add_argument("--sample-n", type=_positive_int, default=None, metavar="N",
                    help="images per split of the sample (default 30); only with --sample")
