@@ -1269,10 +1269,13 @@ def _check_probs(probs: Any, n_rows: Optional[int], name: str) -> np.ndarray:
     p = _as_array(probs, name)
     if p.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be a real-valued array of probabilities; got dtype {p.dtype}")
+    # the corrupted probabilities are stacked severity-major: say so, with the row count
+    want = "(N, K) with N, K >= 1" if n_rows is None else (
+        f"({n_rows}, K): the severities stacked severity-major, (n_severities * N, K)")
     if p.ndim != 2 or p.shape[0] == 0 or p.shape[1] == 0:
-        raise ValueError(f"{name} must have shape (N, K) with N, K >= 1; got shape {p.shape}")
+        raise ValueError(f"{name} must have shape {want}; got shape {p.shape}")
     if n_rows is not None and p.shape[0] != n_rows:
-        raise ValueError(f"{name} must have {n_rows} rows; got shape {p.shape}")
+        raise ValueError(f"{name} must have shape {want}; got shape {p.shape}")
     if not np.all((p >= 0) & (p <= 1)):  # also rejects NaN
         raise ValueError(f"{name} must be probabilities in [0, 1] (softmax outputs, not logits)")
     sums = p.sum(axis=1, dtype=np.float64)

@@ -1099,6 +1099,11 @@ def test_top1_confidence_bad_input():
         ev.top1_confidence(np.array([[0.9, 0.9], [0.5, 0.5]]), np.full((10, 2), 0.5))  # rows sum to 1.8
     with pytest.raises(ValueError, match="n_severities"):
         ev.top1_confidence(clean, np.full((10, 2), 0.5), n_severities=0)
+    # A (5, N, K) stack (one array per severity) is the natural mistake: the message gives the
+    # expected 2-D shape, 5 severities x 2 images = 10 rows, not a bare "(N, K)".
+    for bad in (np.full((5, 2, 2), 0.5), np.full((8, 2), 0.5)):
+        with pytest.raises(ValueError, match=r"corrupted_probs must have shape \(10, K\)"):
+            ev.top1_confidence(clean, bad)
 
 
 def test_public_api_is_listed():
