@@ -537,6 +537,21 @@ def test_blot_sizes_areas_colours(dataset):
         assert light.any() and ink[:, 0].max() > 2 * P.INK_MEAN[0]
 
 
+@pytest.mark.parametrize("dataset, side", [("pathology96", 14), ("pathology224", 12)])
+def test_one_pixel_blot_takes_the_mean_ink(dataset, side):
+    # Level 1 on a tiny image: the table box scaled by side / reference rounds to 1 x 1
+    # (10 * 14 / 96 = 1.46, 26 * 12 / 224 = 1.39); its only ink pixel is the spec's mean ink,
+    # at the corner scaled the same way, round half up.
+    (w, h), ref = registry.TABLES[dataset]["marking"][0], REF[dataset]
+    assert max(w, h) * side / ref < 1.5
+    x0, y0 = P.MARKING_POSITIONS[ref]
+    img = np.full((side, side, 3), 255, np.uint8)
+    out = mf.corrupt(img, "marking", 1, dataset=dataset)
+    ink = np.argwhere((out != 255).any(axis=2))
+    assert ink.tolist() == [[math.floor(y0 * side / ref + 0.5), math.floor(x0 * side / ref + 0.5)]]
+    assert tuple(out[tuple(ink[0])]) == (34, 21, 18)
+
+
 CAPPED_INK = (148, 87, 78)  # INK_DARKEST + 7 * (INK_MEAN - INK_DARKEST), rounded half up
 
 

@@ -219,6 +219,8 @@ def blot(width: int, height: int):
     capped at :data:`SHADE_CAP`; so the darkest ink pixel is (15, 10, 8), the mean is
     (34, 21, 18) up to rounding (slightly below it where the cap binds), and a few rim pixels are
     lighter: up to (144, 85, 76) at the sizes the registry draws, never beyond (148, 87, 78).
+    A 1 x 1 box (the level-1 box below 15 px for pathology96, 13 px for pathology224) holds
+    one ink pixel, which cannot be both darkest and mean: it takes the mean ink (34, 21, 18).
 
     Deterministic: the same (width, height) gives the same arrays in every process (a pixel
     exactly on the coverage threshold could in principle flip with a different libm).
