@@ -413,6 +413,29 @@ def _check_not_bootstrapping() -> None:
                            "(or pass workers=1)")
 
 
+def _check_out_beside_folder(out, folder) -> None:
+    """ValueError unless ``out`` leaves ``folder`` (--from-folder) as the run found it: ``out``
+    the folder itself, or inside it under a sub-folder the run would create
+    (``--from-folder DIR --out DIR/results``), adds a sub-folder without images beside the
+    class folders; the next run (a resume) scans it as one more class and stops at "class
+    folder ... holds no images". (Inside an existing class folder is a skipped entry.)"""
+    real_out = os.path.realpath(check_folder(out, "out"))
+    real_folder = os.path.realpath(check_folder(folder, "folder"))
+    if real_out == real_folder:
+        raise ValueError(f"out must be another folder than folder (--from-folder), whose "
+                         f"sub-folders are the classes: the outputs written there would be "
+                         f"read as a class by the next run; got out={os.fspath(out)!r} and "
+                         f"folder={os.fspath(folder)!r}, the same folder")
+    if os.path.commonpath([real_out, real_folder]) != real_folder:
+        return
+    top = os.path.join(real_folder, os.path.relpath(real_out, real_folder).split(os.sep)[0])
+    if not os.path.isdir(top):
+        raise ValueError(f"out must not be a new folder inside folder (--from-folder), whose "
+                         f"sub-folders are the classes: {top} would be read as a class "
+                         f"without images by the next run; got out={os.fspath(out)!r} and "
+                         f"folder={os.fspath(folder)!r}")
+
+
 #: Most worker processes a local run starts (as :data:`medmnistc_fast.api.MAX_THREADS` for
 #: threads): far above any machine's core count, low enough that a typo is refused.
 MAX_WORKERS = 1024
@@ -1989,7 +2012,7 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     ValueError
         Unknown dataset, corruption or severity; an empty (``''``) ``out``, ``root``,
         ``folder`` or ``scheduler``; more than one input; ``out`` the same folder as
-        ``folder``; ``seed`` negative, ``sample_n`` or
+        ``folder``, or a new folder inside it; ``seed`` negative, ``sample_n`` or
         ``chunk_size`` below 1, ``chunk_size`` over 1 GiB of images, ``size`` below 8 (above
         4096 for the sample) or given with
         ``folder`` / ``images``, ``workers`` outside 1..1024 or given with ``scheduler``;
@@ -2038,14 +2061,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 3
     if n_inputs > 1:
         raise ValueError("pass one input: root= (MedMNIST+ files, --root), sample=True "
                          "(--sample), folder= (--from-folder) or images= with labels=")
-    if folder is not None and (os.path.realpath(check_folder(out, "out"))
-                               == os.path.realpath(check_folder(folder, "folder"))):
-        # {out}/{dataset} would sit beside the class folders: the next run (a resume) would
-        # scan it as one more class and stop at "class folder ... holds no images".
-        raise ValueError(f"out must be another folder than folder (--from-folder), whose "
-                         f"sub-folders are the classes: the outputs written there would be "
-                         f"read as a class by the next run; got out={os.fspath(out)!r} and "
-                         f"folder={os.fspath(folder)!r}, the same folder")
+    if folder is not None:
+        _check_out_beside_folder(out, folder)
     single = folder is not None or images is not None or labels is not None
     if (images is None) != (labels is None):  # before the checks that assume both
         raise TypeError("images= and labels= go together: pass both arrays")

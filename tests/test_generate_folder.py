@@ -258,6 +258,27 @@ def test_out_being_the_image_folder_is_refused(tmp_path, capsys):
     assert res[0]["skipped"] == ["pixelate"]
 
 
+def test_out_in_a_new_folder_inside_the_image_folder_is_refused(tmp_path):
+    """--from-folder DIR --out DIR/results made DIR/results/{suite}/: the run went through,
+    and the next (a resume) stopped at 'class folder .../results holds no images'. Refused
+    before anything is written; inside an existing class folder the outputs are a skipped
+    entry, and that still runs and resumes."""
+    src = tmp_path / "in"
+    for label, cls in enumerate(CLASSES):
+        (src / cls).mkdir(parents=True)
+        save(tiles()[label], src / cls / "a.png")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    for out in (src / "results", src / "results" / "deeper"):
+        with pytest.raises(ValueError, match=r"out must not be a new folder inside folder"):
+            generate(SUITE, out, folder=src, workers=1, corruptions="pixelate")
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    with pytest.warns(UserWarning, match="skipped"):
+        for _ in range(2):
+            res = generate(SUITE, src / CLASSES[0] / "res", folder=src, workers=1,
+                           corruptions="pixelate")
+    assert res[0]["skipped"] == ["pixelate"]
+
+
 @pytest.mark.parametrize("folder", [None, 3, b"in"])
 def test_folder_suite_rejects_non_paths(folder):
     with pytest.raises(TypeError, match="folder must be a str or os.PathLike folder path"):
