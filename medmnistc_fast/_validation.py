@@ -74,10 +74,17 @@ def parse_decimal(text: str):
 
     ``int()`` alone also reads ``"1_0"`` as 10, ``"+3"`` as 3 and other scripts' digits
     (``"\u0663"``, Arabic-Indic three) as theirs: command-line and environment values take
-    plain digits only, as ``OMP_NUM_THREADS`` does.
+    plain digits only, as ``OMP_NUM_THREADS`` does. Beyond Python's int-string limit
+    (``sys.get_int_max_str_digits()``, 4300 digits by default) the answer is None too, not
+    int()'s ValueError.
     """
     t = text.strip()
-    return int(t) if t.isascii() and t.isdigit() else None
+    if not (t.isascii() and t.isdigit()):
+        return None
+    try:
+        return int(t)
+    except ValueError:  # past sys.get_int_max_str_digits() (4300 by default)
+        return None
 
 
 def _is_int(x) -> bool:

@@ -352,6 +352,10 @@ def test_missing_file_message_and_no_traceback(tmp_path):
      r"generate: error: argument --seed: expected an integer >= 0; got '1_0'$"),
     (["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--workers", "\u0663"],
      r"generate: error: argument --workers: expected a positive integer; got '\u0663'$"),
+    # past Python's 4300-digit int-string limit: int()'s ValueError leaked out as argparse's
+    # "invalid parse value" (the type function's name)
+    (["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--seed", "7" * 4301],
+     r"generate: error: argument --seed: expected an integer >= 0; got '7{4301}'$"),
     (["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--chunk-size", "+4"],
      r"generate: error: argument --chunk-size: expected a positive integer; got '\+4'$"),
     (["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--format", "hdf5"],

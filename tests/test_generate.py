@@ -804,6 +804,8 @@ def test_corruption_of_no_selected_dataset_names_its_datasets(tmp_path):
     ({"severities": "1_0"}, r"severities must hold ints in 1\.\.5; got '1_0'$"),
     ({"severities": "\u0663"}, r"severities must hold ints in 1\.\.5; got '\u0663'$"),
     ({"severities": ["2", "+3"]}, r"severities must hold ints in 1\.\.5; got '\+3'$"),
+    # past Python's 4300-digit int-string limit: int()'s own ValueError, naming no argument
+    ({"severities": ["7" * 4301]}, r"severities must hold ints in 1\.\.5; got '7{4301}'$"),
     ({"split": "dev"}, "split must be one of"),
     ({"fmt": "hdf5"}, "fmt must be one of"),
     # used to start 99999 worker processes (the machine ran out of memory first)
