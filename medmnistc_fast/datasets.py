@@ -772,6 +772,10 @@ class TorchCorruptedSet:
         return (f"{type(self).__name__}({self.corrupted!r}, transform={self.transform!r}, "
                 f"target_transform={self.target_transform!r})")
 
+    def __reduce__(self):
+        # Here, not in the made Dataset class, so that a subclass's own __reduce__ wins.
+        return _reduce_torch_set(self)
+
 
 #: {class: its Dataset subclass} and back, for TorchCorruptedSet and the user's subclasses of it
 #: (built on first use, so that importing this module never imports torch).
@@ -788,14 +792,18 @@ def _torch_class(cls=TorchCorruptedSet):
     if made is None:
         made = type(cls.__name__, (cls, _torch_dataset_base()),
                     {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
-                     "__doc__": cls.__doc__, "__reduce__": _reduce_torch_set})
+                     "__doc__": cls.__doc__})
         _TORCH_CLASSES[cls], _PLAIN_CLASSES[made] = made, cls
     return made
 
 
 def _reduce_torch_set(self):
-    # Pickle by the importable class (the made one is not importable) and the attributes.
-    return (_new_torch_set, (_PLAIN_CLASSES.get(type(self), type(self)),), self.__dict__)
+    # Pickle by the importable class (the made one is not importable) and the state, which a
+    # subclass's __getstate__ gives (it may drop a lock or an open file: self.__dict__ sent
+    # them to pickle, which refused them). Python < 3.11 objects have no default __getstate__.
+    getstate = getattr(self, "__getstate__", None)
+    state = self.__dict__ if getstate is None else getstate()
+    return (_new_torch_set, (_PLAIN_CLASSES.get(type(self), type(self)),), state)
 
 
 def _new_torch_set(cls):

@@ -4,6 +4,7 @@ import io
 import json
 import os
 import pickle
+import threading
 import zipfile
 
 import numpy as np
@@ -316,6 +317,48 @@ def test_torch_adapter_subclass_is_a_dataset_and_pickles(tmp_path):
         assert torch.equal(back[1][0], want)
         assert back[1][1].tolist() == labels[N + 1].tolist()
     assert repr(ds).startswith("_ScaledTorchSet(CorruptedSet(")
+
+
+class _LockedTorchSet(TorchCorruptedSet):
+    """A user's subclass holding a lock, which its __getstate__ drops and __setstate__ makes
+    anew (pickle refuses locks)."""
+
+    def __init__(self, corrupted):
+        super().__init__(corrupted)
+        self.lock = threading.Lock()
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "lock"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.lock = threading.Lock()
+
+
+class _ReducedTorchSet(TorchCorruptedSet):
+    """A user's subclass with its own __reduce__ (rebuilt from the CorruptedSet alone)."""
+
+    def __reduce__(self):
+        return (_ReducedTorchSet, (self.corrupted,))
+
+
+def test_torch_adapter_subclass_pickling_hooks_are_used(tmp_path):
+    # The adapter's pickling sent self.__dict__ (a subclass's __getstate__ was skipped: the
+    # lock made pickle.dumps fail) and overrode a subclass's own __reduce__.
+    pytest.importorskip("torch")
+    images, labels = _data()
+    _write(tmp_path, "pathmnist", "pixelate", images, labels)
+    cs = CorruptedSet(tmp_path, "pathmnist", "pixelate", severity=2)
+    locked = _LockedTorchSet(cs)
+    for back in (pickle.loads(pickle.dumps(locked)), copy.deepcopy(locked)):
+        assert type(back) is type(locked) and back.lock is not locked.lock
+        assert back.lock.acquire(blocking=False)
+        assert np.array_equal(back[1][0].numpy(), np.moveaxis(images[N + 1], -1, 0))
+    reduced = _ReducedTorchSet(cs)
+    reduced.extra = "not in its __reduce__"
+    back = pickle.loads(pickle.dumps(reduced))
+    assert type(back) is type(reduced) and not hasattr(back, "extra")
+    assert back.corrupted.severities == (2,)
 
 
 def test_torch_adapter_repr(tmp_path):
