@@ -76,6 +76,7 @@ robustness by simulating realistic image corruptions", arXiv:2406.17536 (2024), 
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import numbers
 import operator
@@ -485,6 +486,13 @@ def _torch():
     return sys.modules.get("torch")
 
 
+@functools.lru_cache(maxsize=1)
+def _float_tensor_dtypes(torch) -> tuple:
+    """torch's dtypes named in :data:`_FLOAT_TENSOR_NAMES` (not the float8 ones, which have no
+    CPU arithmetic), made once instead of on every tensor call."""
+    return tuple(getattr(torch, n) for n in _FLOAT_TENSOR_NAMES)
+
+
 def _is_tensor(x) -> bool:
     torch = _torch()
     return torch is not None and isinstance(x, torch.Tensor)
@@ -569,8 +577,7 @@ def _to_array(image, name: str, batched: bool):
         if t.ndim != want or t.shape[-3] not in (1, 3):
             raise ValueError(f"{name} (a torch tensor) must have shape {layout} with C = 1 or 3; "
                              f"got shape {tuple(t.shape)}")
-        floats = tuple(getattr(torch, n) for n in _FLOAT_TENSOR_NAMES)  # not float8 types
-        if t.dtype != torch.uint8 and t.dtype not in floats:
+        if t.dtype != torch.uint8 and t.dtype not in _float_tensor_dtypes(torch):
             raise TypeError(f"{name} (a torch tensor) must have dtype torch.uint8, or a floating "
                             f"dtype ({', '.join(_FLOAT_TENSOR_NAMES)}) with values in [0, 1]; "
                             f"got {t.dtype}")
