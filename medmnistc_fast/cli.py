@@ -167,7 +167,9 @@ def _sample_n(args) -> int:
     """``--sample-n`` (default 30); a ValueError without ``--sample``, which alone reads it:
     ``--root DIR --sample-n 5`` processed every image of the file without a word."""
     if args.sample_n is None:
-        return 30
+        from .sample import SPLIT_IMAGES
+
+        return SPLIT_IMAGES
     if not args.sample:
         raise ValueError(f"--sample-n applies only to --sample (images per split of the "
                          f"embedded sample); got --sample-n {args.sample_n} without --sample")

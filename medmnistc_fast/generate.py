@@ -120,6 +120,7 @@ from ._fileio import tmp_name as _tmp_name
 from ._fileio import tmp_target as _tmp_target
 from ._fileio import write_text_atomic as _write_text_atomic
 from ._cpus import available_cpus
+from .sample import SPLIT_IMAGES
 from ._version import __version__
 from ._validation import (_fmt_choices, as_hwc, check_dataset, check_folder, check_path,
                           missing_extra, reject_masked)
@@ -1891,7 +1892,7 @@ class _DatasetRun:
 
 
 # ==================================================================================== generate
-def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = 30,
+def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = SPLIT_IMAGES,
              folder=None, images=None, labels=None, size: int | None = None,
              split: str = "test", corruptions=None, severities=None, seed: int = 0,
              workers: int | None = None, scheduler=None, fmt: str = "npz",
@@ -2310,7 +2311,7 @@ def _remove_created(directory: str, top: str) -> None:
 
 # ================================================================================ image access
 def load_images(dataset: str, lo: int = 0, hi: int | None = None, *, root=None,
-                sample: bool = False, sample_n: int = 30, size: int = 224,
+                sample: bool = False, sample_n: int = SPLIT_IMAGES, size: int = 224,
                 split: str = "test") -> np.ndarray:
     """Read images ``[lo, hi)`` of a split without loading the whole file.
 

@@ -26,7 +26,13 @@ from . import registry
 from ._validation import check_int
 
 __all__ = ["source_images", "sample_images", "sample_split", "check_sample_shape", "N_LABELS",
-           "MAX_SIZE", "MAX_BYTES", "MIN_PYDICOM"]
+           "MAX_SIZE", "MAX_BYTES", "MIN_PYDICOM", "SPLIT_IMAGES"]
+
+#: Images per split of the sample unless asked otherwise (:func:`sample_split`, ``generate
+#: --sample``, ``preview --sample``): the 15 distinct colour crops twice, or the 20 distinct
+#: gray crops and 10 of them again (see :data:`MAX_BYTES`); a demo run of every corruption
+#: takes seconds.
+SPLIT_IMAGES = 30
 
 #: Oldest pydicom whose wheel holds every DICOM file of the sample (``examples_rgb_color.dcm``
 #: is missing from 2.4.4 and 3.0.0; checked on their wheels from PyPI). It needs Python >= 3.10.
@@ -197,7 +203,7 @@ def sample_images(n: int, size: int = 224, rgb: bool = True) -> np.ndarray:
     return out
 
 
-def sample_split(dataset: str, size: int = 224, n: int = 30) -> dict:
+def sample_split(dataset: str, size: int = 224, n: int = SPLIT_IMAGES) -> dict:
     """A MedMNIST-format dict for ``dataset`` (``train/val/test_images`` and ``_labels``).
 
     All three splits hold the same ``n`` images (the sample is for demos and tests, not
