@@ -2,8 +2,10 @@
 import argparse
 import json
 import os
+import importlib.util
 import statistics
 import subprocess
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -17,6 +19,18 @@ def add_reference_arg(ap: argparse.ArgumentParser, needed: bool = False) -> None
     ap.add_argument("--reference-python", default=os.environ.get("MEDMNISTC_REFERENCE_PYTHON"),
                     help=f"python of a venv with medmnistc 0.1.0 (default: the environment "
                          f"variable MEDMNISTC_REFERENCE_PYTHON; {what})")
+
+
+def require_reference(script: str, modules) -> None:
+    """Exit with a message naming the missing modules unless every top-level module in
+    ``modules`` is importable: for the scripts that run inside the reference's own venv
+    (``medmnistc`` 0.1.0 and the libraries it calls), started by hand with another python."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        sys.exit(f"{script} runs only in the reference's venv (medmnistc 0.1.0 and the libraries "
+                 f"its run needs): {sys.executable} cannot import {', '.join(missing)}. Run it "
+                 f"as REF/bin/python {script} in a venv that has them (see "
+                 "../shared/spec/medmnistc.md, \"How to run the reference here\").")
 
 
 #: glibc malloc settings for the reference's processes: never return freed memory to the OS and

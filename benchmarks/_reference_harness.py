@@ -28,6 +28,20 @@ import time
 for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MAGICK_THREAD_LIMIT"):
     os.environ[var] = "1"
 
+# Usage text before the reference's imports, so that it shows in any venv.
+if __name__ == "__main__" and sys.argv[1:2] in (["-h"], ["--help"]):
+    print(__doc__)
+    sys.exit(0)
+if __name__ == "__main__" and (len(sys.argv) not in (4, 5)
+                               or (len(sys.argv) == 5) != (sys.argv[1] == "outputs")):
+    print(__doc__, file=sys.stderr)
+    sys.exit(2)
+
+from _common import require_reference  # noqa: E402
+
+require_reference("benchmarks/_reference_harness.py",
+                  ("medmnistc", "cv2", "torch", "skimage", "scipy", "wand"))
+
 import numpy  # noqa: E402
 
 # NumPy 2 removed binary-mode fromstring, which the reference's motion blur calls.

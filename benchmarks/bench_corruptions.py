@@ -40,8 +40,6 @@ from _common import (REFERENCE_MALLOC, add_output_args, add_reference_arg, git_c
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-
-
 def time_ours(images: dict, repeats: int, warm_up: bool = True) -> dict:
     out = {}
     for dataset in mf.DATASETS:
@@ -156,7 +154,9 @@ def markdown(result: dict) -> str:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_reference_arg(ap)
-    ap.add_argument("--repeats", type=int, default=11)
+    ap.add_argument("--repeats", type=int, default=11,
+                    help="timed passes of each side, ours and the reference alternating "
+                         "(default 11)")
     add_output_args(ap, "corruptions")
     args = ap.parse_args(argv)
     if render_only(args, markdown):

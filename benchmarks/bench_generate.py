@@ -303,16 +303,30 @@ def markdown(r: dict) -> str:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_reference_arg(ap)
-    ap.add_argument("--n-rgb", type=int, default=1000)
-    ap.add_argument("--n-gray", type=int, default=2000)
-    ap.add_argument("--ref-n", type=int, default=200)
-    ap.add_argument("--memory-n", type=int, default=20000)
-    ap.add_argument("--estimate-n", type=int, default=100)
-    ap.add_argument("--skip-memory", action="store_true")
-    ap.add_argument("--skip-estimate", action="store_true")
-    ap.add_argument("--tmpdir", default=None, help="where inputs and outputs go (a real disk)")
+    ap.add_argument("--n-rgb", type=int, default=1000,
+                    help=f"test images of the {RGB_DS} input for our 1- and 2-worker runs "
+                         "(default 1000)")
+    ap.add_argument("--n-gray", type=int, default=2000,
+                    help=f"test images of the {GRAY_DS} input for our 1- and 2-worker runs "
+                         "(default 2000)")
+    ap.add_argument("--ref-n", type=int, default=200,
+                    help="test images of the smaller inputs that the reference and ours both "
+                         "run, for the speed-up (default 200)")
+    ap.add_argument("--memory-n", type=int, default=20000,
+                    help=f"test images of the {GRAY_DS} input of the peak-memory run "
+                         "(default 20000)")
+    ap.add_argument("--estimate-n", type=int, default=100,
+                    help="test images per dataset for the whole-benchmark estimate "
+                         "(default 100)")
+    ap.add_argument("--skip-memory", action="store_true", help="skip the peak-memory run")
+    ap.add_argument("--skip-estimate", action="store_true",
+                    help="skip the whole-benchmark estimate")
+    ap.add_argument("--tmpdir", default=None,
+                    help="where inputs and outputs go, on a real disk (default: the system's "
+                         "temporary folder)")
     ap.add_argument("--tmpfs", default="/dev/shm",
-                    help="a RAM file system for the compute-bound runs ('' to skip)")
+                    help="a RAM file system for the compute-bound runs ('' to skip; default "
+                         "/dev/shm)")
     add_output_args(ap, "generate")
     args = ap.parse_args(argv)
     if render_only(args, markdown):

@@ -86,7 +86,8 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--src", type=pathlib.Path, default=None,
                     help="the reference's inks.npz (default: from an importable medmnistc)")
-    ap.add_argument("--dest", type=pathlib.Path, default=DEST, help="output folder")
+    ap.add_argument("--dest", type=pathlib.Path, default=DEST,
+                    help="output folder (default: medmnistc_fast/assets of this checkout)")
     args = ap.parse_args(argv)
     out = convert(args.src or _find_source(), args.dest)
     for key, a in out.items():

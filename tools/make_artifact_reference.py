@@ -35,6 +35,7 @@ import json
 import os
 import pathlib
 import random
+import sys
 import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -43,15 +44,12 @@ import numpy  # noqa: E402
 
 numpy.fromstring = lambda b, dtype=float, **k: numpy.frombuffer(b, dtype)  # NumPy 2 shim
 
-import cv2  # noqa: E402
 import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from medmnistc.corruptions.registry import CORRUPTIONS_DS  # noqa: E402
-
-cv2.setNumThreads(1)
-
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import require_reference  # noqa: E402
 DATA = ROOT / "tests" / "data"
 
 SIZE = 224
@@ -106,7 +104,9 @@ def prepare_images() -> dict:
 
 
 def black_corner_reference() -> dict:
+    import cv2
     from medmnistc.corruptions.microscopy import BlackCorner
+    from medmnistc.corruptions.registry import CORRUPTIONS_DS
     table = CORRUPTIONS_DS["dermamnist"]["black_corner"].severity_params
     white = Image.fromarray(np.full((SIZE, SIZE, 3), 255, np.uint8))
     levels = []
@@ -154,6 +154,7 @@ def moments(x) -> dict:
 
 
 def artifact_stats(draws: int) -> dict:
+    from medmnistc.corruptions.registry import CORRUPTIONS_DS
     images = prepare_images()
     result = {"draws": draws,
               "images": {k: {"sha256": _sha(v), "shape": list(v.shape)} for k, v in images.items()},
@@ -187,8 +188,14 @@ def artifact_stats(draws: int) -> dict:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--draws", type=int, default=300)
+    ap.add_argument("--draws", type=int, default=300,
+                    help="draws of the reference's global RNGs per (case, level, image) "
+                         "(default 300)")
     args = ap.parse_args(argv)
+    require_reference("tools/make_artifact_reference.py",
+                      ("medmnistc", "cv2", "skimage", "pydicom"))
+    import cv2
+    cv2.setNumThreads(1)
     DATA.mkdir(parents=True, exist_ok=True)
     (DATA / "black_corner_cv2.json").write_text(json.dumps(black_corner_reference()) + "\n")
     stats = artifact_stats(args.draws)

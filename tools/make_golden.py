@@ -54,6 +54,10 @@ numpy.fromstring = lambda b, dtype=float, **k: numpy.frombuffer(b, dtype)  # noq
 
 np = numpy
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "benchmarks"))
+from _common import require_reference  # noqa: E402
+
 SIZE = 224
 FORMAT_VERSION = 1
 BASE_SEED = 20240625
@@ -554,17 +558,22 @@ def versions():
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", default="tests/golden", help="output folder")
+    p.add_argument("--out", default="tests/golden", help="output folder (default tests/golden)")
     p.add_argument("--draws", type=int, default=200,
-                   help="draws per (unique entry, image) for the random corruptions")
+                   help="draws per (unique entry, image) for the random corruptions "
+                        "(default 200)")
     p.add_argument("--hist-draws", type=int, default=8,
-                   help="draws per (noise entry, flat level) for the output histograms")
+                   help="draws per (noise entry, flat level) for the output histograms "
+                        "(default 8)")
     p.add_argument("--examples", type=int, default=5,
-                   help="exactly recorded examples per (artifact entry, image)")
+                   help="exactly recorded examples per (artifact entry, image) (default 5)")
     p.add_argument("--motion-angles", type=int, default=2,
-                   help="seeded reference calls (angles) per (motion entry, image)")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+                   help="seeded reference calls (angles) per (motion entry, image) (default 2)")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                   help="worker processes (default: the number of CPUs)")
     args = p.parse_args(argv)
+    require_reference("tools/make_golden.py", ("medmnistc", "cv2", "torch", "torchvision",
+                                               "scipy", "skimage", "pydicom", "wand"))
 
     t_start = time.perf_counter()
     os.makedirs(args.out, exist_ok=True)

@@ -3,8 +3,8 @@
 
 One 96 x 96 px patch of scikit-image's bundled immunohistochemistry image
 (``skimage.data.immunohistochemistry()``, 512 x 512 RGB; cut at row 200, column 150 by default:
-epithelium and stroma) is corrupted through the public API (``medmnistc_fast.corrupt(..., dataset="pathology96", seed=0)``)
-at every severity. Rows: corruptions in registry order; columns: the clean patch, then severities
+epithelium and stroma) is corrupted through the public API
+(``medmnistc_fast.corrupt(..., dataset="pathology96", seed=0)``) at every severity. Rows: corruptions in registry order; columns: the clean patch, then severities
 1..5. Cells are upscaled x2 with NEAREST (every pixel visible); labels use Pillow's default font.
 
 Usage::
@@ -63,13 +63,23 @@ def grid(image: np.ndarray, dataset: str, seed: int) -> Image.Image:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     root = Path(__file__).resolve().parents[1]
-    parser.add_argument("--out", type=Path, default=root / "docs" / "pathology_preview.png")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--row", type=int, default=200)
-    parser.add_argument("--col", type=int, default=150)
-    parser.add_argument("--dataset", default="pathology96", choices=("pathology96", "pathology224"))
+    parser.add_argument("--out", type=Path, default=root / "docs" / "pathology_preview.png",
+                        help="output PNG (default docs/pathology_preview.png of this checkout)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of every corrupt call (default 0)")
+    parser.add_argument("--row", type=int, default=200,
+                        help="top row of the patch in the 512 x 512 image (default 200)")
+    parser.add_argument("--col", type=int, default=150,
+                        help="left column of the patch in the 512 x 512 image (default 150)")
+    parser.add_argument("--dataset", default="pathology96", choices=("pathology96", "pathology224"),
+                        help="severity tables, and the patch side: 96 or 224 px "
+                             "(default pathology96)")
     args = parser.parse_args(argv)
     size = 96 if args.dataset == "pathology96" else 224
+    for name in ("row", "col"):
+        if not 0 <= getattr(args, name) <= 512 - size:
+            parser.error(f"--{name} must be between 0 and {512 - size} for a {size} px patch "
+                         f"of the 512 x 512 image, got {getattr(args, name)}")
     img = grid(patch(args.row, args.col, size), args.dataset, args.seed)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     img.save(args.out, optimize=True)
