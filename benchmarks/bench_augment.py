@@ -25,10 +25,11 @@ returns a wrong shape, the harness counts it and returns the input unchanged (wh
 the reference's rate); the rates are reported. A third run per configuration passes the images
 through unchanged (a transform returning its input, in our venv): the pipeline's own ceiling,
 which bounds the speed-up any transform can show (at 224 px gray with two workers, collation
-and the worker-to-parent transfer alone allowed about 7.6 times the reference's rate at batch
-128, and 4-5 times at batch 32 with the harness's records sent as two extra tensors). A last
-probe (``shm_probe``) times what a worker pays per batch for that transfer: stacking the batch
-into new shared memory (fresh pages every batch) against ordinary, reused memory.
+and the worker-to-parent transfer alone allowed 6.6-8.3 times the reference's rate at batch
+128 over the stored runs, and 4-5 times at batch 32 with the harness's records sent as two extra
+tensors). A last probe (``shm_probe``) times what a worker pays per batch for that transfer:
+stacking the batch into new shared memory (fresh pages every batch) against ordinary, reused
+memory.
 
 Usage::
 

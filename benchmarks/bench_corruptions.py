@@ -1,18 +1,18 @@
 """Per-(dataset, corruption) timing at 224 px, one thread, ours beside the reference in one run.
 
-Method (see benchmarks/README.md): two real images of each kind (medmnistc_fast.sample); for
-each (dataset, corruption) pair, a warm-up call per level (its time, which includes Numba's
-JIT compile or cache load, is reported apart), then REPEATS timed passes over the five levels
-and both images. Ours runs single-image ``corrupt`` calls (pinned seed), the reference runs
-its DatasetManager per-image pipeline in its own venv (``--reference-python``), on the same
-images, in a subprocess of this same run, with glibc's malloc keeping freed memory
-(``_common.REFERENCE_MALLOC``: without it the reference's large-array corruptions ran at one of
-two speeds, 2x apart, depending on its process's heap). The passes alternate: one pass of ours over every
-pair, then one pass of the reference (after its own untimed warm-up call per level), REPEATS
-times, so that a change of machine speed during the run (this is a shared VM) hits both sides
-alike. Statistic: the median over passes of the mean seconds per image, with the min-max spread;
-the speed-up is the median over passes of the per-pass ratio. Also measured: ``corrupt_batch``
-throughput at 28 px (1 and 2 threads, 1,000 images) for every pair.
+Method (see benchmarks/README.md): two real images of each kind (medmnistc_fast.sample); for each
+(dataset, corruption) pair, a warm-up call per level (its time, which includes Numba's JIT compile
+or cache load, is reported apart), then REPEATS timed passes over the five levels and both images.
+Ours runs single-image ``corrupt`` calls (pinned seed), the reference runs its DatasetManager
+per-image pipeline in its own venv (``--reference-python``), on the same images, in a subprocess of
+this same run, with glibc's malloc keeping freed memory (``_common.REFERENCE_MALLOC``: without it
+the reference's large-array corruptions ran at one of two speeds, 2x apart, depending on its
+process's heap). The passes alternate: one pass of ours over every pair, then one pass of the
+reference (after its own untimed warm-up call per level), REPEATS times, so that a change of
+machine speed during the run (this is a shared VM) hits both sides alike. Statistic: the median
+over passes of the mean seconds per image, with the min-max spread; the speed-up is the median over
+passes of the per-pass ratio. Also measured: ``corrupt_batch`` throughput (1 and 2 threads,
+1,000 images, level 3) at 28 px for every pair and at 224 px for the pairs of ``PAIRS_224``.
 
 Usage::
 
@@ -108,7 +108,7 @@ def markdown(result: dict) -> str:
     lines = ["# Corruption benchmark (224 px, one thread)", "",
              f"Commit {result['meta']['commit']}, {result['meta']['date']}, "
              f"{result['meta']['machine']}, medmnistc_fast {result['meta']['version']}; "
-             f"reference: {result['meta'].get('reference_versions', 'not run')}"
+             f"reference: {result['meta'].get('reference_versions') or 'not run'}"
              + (f", run with {result['meta']['reference_env']}"
                 if result['meta'].get('reference_env') else "") + ".",
              f"Median over {result['meta']['repeats']} alternating passes (ours, reference) of ms "

@@ -12,11 +12,11 @@ Method
   corrupting, writing, fsync and rename of every file. Interpreter start-up and imports are
   excluded on both sides. ``--workers`` 1 (in-process) and 2 (processes).
 - Reference: ``medmnistc`` 0.1.0's ``DatasetManager(...).create_dataset(flag)`` in its own venv
-  (``--reference-python``), on the same files cut to ``--ref-n`` images (it is slow), timed
-  around the call (it reads the file through the ``medmnist`` package and writes with
-  ``np.savez_compressed``), one thread for every library, with glibc's malloc keeping freed
-  memory (``_common.REFERENCE_MALLOC``, as in the corruption benchmark). Ours runs on that same small file too,
-  once just before and once just after the reference; the speed-up uses the mean of the two.
+  (``--reference-python``), on the same files cut to ``--ref-n`` images (it is slow), timed around
+  the call (it reads the file through the ``medmnist`` package and writes with
+  ``np.savez_compressed``), one thread for every library, with glibc's malloc keeping freed memory
+  (``_common.REFERENCE_MALLOC``, as in the corruption benchmark). Ours runs on that same small file
+  too, once just before and once just after the reference; the speed-up uses the mean of the two.
 - Memory: the process tree (parent, fork server, workers) is sampled every 0.1 s with psutil;
   reported are the peak of the summed RSS (it counts shared library pages once per process, so
   it overstates), the parent's peak and the largest worker's peak. The large-input run uses a

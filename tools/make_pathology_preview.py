@@ -3,9 +3,10 @@
 
 One 96 x 96 px patch of scikit-image's bundled immunohistochemistry image
 (``skimage.data.immunohistochemistry()``, 512 x 512 RGB; cut at row 200, column 150 by default:
-epithelium and stroma) is corrupted through the public API
-(``medmnistc_fast.corrupt(..., dataset="pathology96", seed=0)``) at every severity. Rows: corruptions in registry order; columns: the clean patch, then severities
-1..5. Cells are upscaled x2 with NEAREST (every pixel visible); labels use Pillow's default font.
+epithelium and stroma) is corrupted through the public API (``medmnistc_fast.corrupt(...,
+dataset="pathology96", seed=0)``) at every severity. Rows: corruptions in registry order; columns:
+the clean patch, then severities 1..5. Cells are upscaled x2 with NEAREST (every pixel visible);
+labels use Pillow's default font.
 
 Usage::
 
