@@ -23,8 +23,10 @@ truncation): scikit-image's ``data/ihc.png`` and ``data/retina.jpg`` (RGB), ``da
 (gray) and pydicom's ``data/test_files/CT_small.dcm`` (gray); the same preparation is repeated
 in the test, and the SHA-256 of each prepared image is stored to check it.
 
-Usage (the reference venv needs ``medmnistc==0.1.0``, scikit-image and pydicom)::
+Usage (the reference venv needs ``medmnistc==0.1.0``, scikit-image and pydicom; medmnistc
+does not bring pydicom)::
 
+    REF/bin/pip install "pydicom>=3.0.1"
     REF/bin/python tools/make_artifact_reference.py [--draws 300]
 """
 from __future__ import annotations

@@ -3,8 +3,10 @@
 
 Runs ONLY in the reference's own virtual environment (it imports ``medmnistc``, torch,
 Wand/ImageMagick, scikit-image and pydicom); the package and its tests never import ``medmnistc``.
-Run it by hand, never automatically::
+Run it by hand, never automatically. ``pip install medmnistc==0.1.0`` does not bring pydicom
+(the source of the gray CT and MR test images), so add it to that venv first::
 
+    /work/ref/REF/bin/pip install "pydicom>=3.0.1"
     /work/ref/REF/bin/python tools/make_golden.py --out tests/golden
 
 What it writes (all under ``--out``; see ``tests/golden/README.md`` and ``MANIFEST.json``):
