@@ -186,6 +186,26 @@ void gamma_table(double gamma, std::uint8_t* lut) {
     }
 }
 
+// The argument ranges the tables are defined on (std::invalid_argument otherwise): a base outside
+// 0..255 (with a factor in [0, 1], where no clip applies) or a negative or NaN gamma (pow(0, g)
+// infinite, or NaN) would send values outside the integer types to the truncating casts above,
+// which is undefined behaviour. The Python layer passes none of them (found by an ASan/UBSan
+// fuzz: blend_lut(-1000, 0.5) and gamma_lut(-1.0) reached the casts).
+int checked_base(int base, const char* fn) {
+    if (base < 0 || base > 255) {
+        throw std::invalid_argument(std::string(fn) + ": base must be in 0..255, got " +
+                                    std::to_string(base));
+    }
+    return base;
+}
+
+double checked_gamma(double g, const char* fn) {
+    if (!(g >= 0.0)) {
+        throw std::invalid_argument(std::string(fn) + ": gamma must be >= 0 (and not NaN)");
+    }
+    return g;
+}
+
 py::array_t<std::uint8_t> table_array(const std::uint8_t* lut) {
     py::array_t<std::uint8_t> out(256);
     std::memcpy(out.mutable_data(), lut, 256);
@@ -241,6 +261,7 @@ ImageOut contrast(const ImageIn& image, double factor, const py::object& out) {
 }
 
 ImageOut gamma(const ImageIn& image, double g, const py::object& out) {
+    checked_gamma(g, "gamma");
     return apply_table(image, [g](std::uint8_t* t) { gamma_table(g, t); }, "gamma", out);
 }
 
@@ -254,13 +275,13 @@ void register_lut(py::module_& m) {
           "Sum over pixels of Pillow's integer luma of a uint8 (H, W, 1 or 3) image.");
     m.def("blend_lut", [](int base, double factor) {
               std::uint8_t t[256];
-              blend_table(base, factor, t);
+              blend_table(checked_base(base, "blend_lut"), factor, t);
               return table_array(t);
           }, py::arg("base"), py::arg("factor"),
           "uint8 (256,) table of Pillow's blend of the constant `base` with each byte.");
     m.def("gamma_lut", [](double g) {
               std::uint8_t t[256];
-              gamma_table(g, t);
+              gamma_table(checked_gamma(g, "gamma_lut"), t);
               return table_array(t);
           }, py::arg("gamma"), "uint8 (256,) table of torchvision's PIL adjust_gamma (gain 1).");
     m.def("brightness", &brightness, py::arg("image"), py::arg("factor"),

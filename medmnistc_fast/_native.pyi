@@ -326,11 +326,12 @@ def blend_lut(base: int, factor: float) -> npt.NDArray[np.uint8]:
     """(256,) table of Pillow's ``Image.blend`` of the constant ``base`` (0..255) with each byte
     ``v``: ``float32(base) + float32(factor) * (float32(v) - float32(base))``, clipped to
     [0, 255] when ``float32(factor)`` is outside [0, 1], truncated (``corruptions.color._blend_lut``,
-    entry for entry)."""
+    entry for entry). ValueError if ``base`` is outside 0..255."""
 
 def gamma_lut(gamma: float) -> npt.NDArray[np.uint8]:
     """(256,) table ``int((255 + 1 - 1e-3) * pow(v / 255, gamma))`` with C ``pow``, as
-    torchvision's PIL ``adjust_gamma`` (gain 1) computes it (``corruptions.color.gamma_lut``)."""
+    torchvision's PIL ``adjust_gamma`` (gain 1) computes it (``corruptions.color.gamma_lut``).
+    ValueError if ``gamma`` is negative or NaN."""
 
 def brightness(
     image: npt.NDArray[np.uint8], factor: float, out: npt.NDArray[np.uint8] | None = None
@@ -349,8 +350,8 @@ def contrast(
 def gamma(
     image: npt.NDArray[np.uint8], gamma: float, out: npt.NDArray[np.uint8] | None = None
 ) -> npt.NDArray[np.uint8]:
-    """``apply_lut(image, gamma_lut(gamma))``. ``out`` (optional, returned): where to write, as
-    for :func:`alias_sample`."""
+    """``apply_lut(image, gamma_lut(gamma))`` (ValueError if ``gamma`` is negative or NaN).
+    ``out`` (optional, returned): where to write, as for :func:`alias_sample`."""
 
 def hsv_shift(
     image: npt.NDArray[np.uint8], channel: int, amount: float, isa: str = "auto",

@@ -76,3 +76,31 @@ def test_mean_luma_is_pillows_contrast_gray_level(shape):
     pil = Image.fromarray(img[:, :, 0] if shape[2] == 1 else img)
     mean_luma = int(_native.luma_sum(img) / (shape[0] * shape[1]) + 0.5)
     assert mean_luma == int(ImageStat.Stat(pil.convert("L")).mean[0] + 0.5)
+
+
+def test_tables_refuse_arguments_outside_their_domain():
+    # blend_lut(base outside 0..255) and gamma_lut(gamma < 0 or NaN) sent out-of-range floats to
+    # truncating integer casts (undefined behaviour, found by an ASan/UBSan run); they raise now.
+    for base in (-1, 256, -1000, 10**6):
+        with pytest.raises(ValueError, match="base"):
+            _native.blend_lut(base, 0.5)
+    img = np.zeros((2, 3, 1), np.uint8)
+    for g in (-1.0, -1e-300, float("nan"), float("-inf")):
+        with pytest.raises(ValueError, match="gamma"):
+            _native.gamma_lut(g)
+        with pytest.raises(ValueError, match="gamma"):
+            _native.gamma(img, g)
+
+
+def test_tables_at_the_ends_of_their_domain():
+    # blend with alpha = 0 is the constant base; alpha = 1 the identity (both ends of the range).
+    ramp = np.arange(256, dtype=np.uint8)
+    for base in (0, 255):
+        np.testing.assert_array_equal(_native.blend_lut(base, 0.0), np.full(256, base, np.uint8))
+        np.testing.assert_array_equal(_native.blend_lut(base, 1.0), ramp)
+    # pow(x, 0) = 1 for every x (C99 F.9.4.4), so int(255.999 * 1) = 255 everywhere; with an
+    # infinite gamma, pow(x, inf) = 0 for 0 <= x < 1 and pow(1, inf) = 1.
+    np.testing.assert_array_equal(_native.gamma_lut(0.0), np.full(256, 255, np.uint8))
+    expected = np.zeros(256, np.uint8)
+    expected[255] = 255
+    np.testing.assert_array_equal(_native.gamma_lut(float("inf")), expected)
