@@ -95,6 +95,27 @@ def test_flat_images_exact(radius, alias, isa):
     np.testing.assert_array_equal(_native.filter2d(img, kernel, mask, gauss), oracle(img, kernel))
 
 
+# (radius, alias sigma) pairs of the tables that take each ring shape compiled into the RGB disk
+# filter: radii 2-6 without the Gaussian, 5-6 with it, 7-8 with border corrections.
+COMPILED_SHAPES = [(2.0, 0.01), (3.0, 0.1), (4.0, 0.1), (5.0, 0.1), (6.0, 0.1), (5.0, 0.2),
+                   (6.0, 0.3), (7.0, 0.3), (7.0, 0.4), (8.0, 0.5)]
+
+
+@pytest.mark.parametrize("radius, alias", COMPILED_SHAPES)
+def test_compiled_shapes_equal_plan_rings(radius, alias, isa):
+    # RGB images at these radii take ring shapes compiled in; one channel at a time they take
+    # the rings read from the plan. The integer sums and the float steps are the same, so the
+    # bytes must be.
+    from medmnistc_fast.sample import sample_images
+    kernel, mask, gauss = blur._defocus_parts(radius, alias)
+    for img in list(sample_images(2, 224, rgb=True)) + [natural((57, 91, 3), 5),
+                                                         natural((9, 23, 3), 6)]:
+        planes = [_native.filter2d(np.ascontiguousarray(img[..., ch:ch + 1]), kernel, mask, gauss)
+                  for ch in range(3)]
+        np.testing.assert_array_equal(_native.filter2d(img, kernel, mask, gauss),
+                                      np.concatenate(planes, axis=2), err_msg=str(img.shape))
+
+
 def variant_images():
     """Real 224 px images (sample RGB and gray), random ones, more than 8 channels (filtered
     plane by plane), odd sizes, and flat, binary and saturated content."""
