@@ -1280,8 +1280,9 @@ class EpochSampler:
     ----------
     sampler : iterable of int, or int
         Any sampler (``torch.utils.data.RandomSampler(ds)``) or iterable of indices; an int n
-        means ``range(n)``.
+        (or a 0-d integer array or tensor) means ``range(n)``.
     epoch : int >= 0, default 0
+        Also a 0-d integer array or tensor, here and in :meth:`set_epoch`.
 
     Raises
     ------
@@ -1294,6 +1295,9 @@ class EpochSampler:
     """
 
     def __init__(self, sampler, epoch: int = 0):
+        # A 0-d integer array or tensor is its int (torch.tensor(3) is Iterable, but iterating
+        # it raises); 0-d floats and bools stay TypeErrors.
+        sampler, epoch = scalar_of(sampler), scalar_of(epoch)
         if not _is_int(sampler) and (not isinstance(sampler, Iterable)
                                      or isinstance(sampler, (str, bytes))):
             raise TypeError("sampler must be an iterable of indices (e.g. a torch Sampler) or an "
@@ -1316,7 +1320,7 @@ class EpochSampler:
         ValueError
             ``epoch`` negative.
         """
-        self.epoch = check_nonneg_int(epoch, "epoch")
+        self.epoch = check_nonneg_int(scalar_of(epoch), "epoch")
         if hasattr(self.sampler, "set_epoch"):
             self.sampler.set_epoch(self.epoch)
 

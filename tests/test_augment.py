@@ -921,6 +921,22 @@ def test_epoch_sampler_refuses_non_integer_indices():
             list(EpochSampler(sampler))
 
 
+def test_epoch_sampler_takes_0d_integer_arrays_and_tensors():
+    # torch.tensor(3) passed the Iterable check, then failed only when iterated.
+    torch = pytest.importorskip("torch")
+    assert list(EpochSampler(torch.tensor(3))) == [(0, 0), (1, 0), (2, 0)]
+    assert list(EpochSampler(np.array(2), epoch=np.array(5))) == [(0, 5), (1, 5)]
+    es = EpochSampler(range(2), epoch=torch.tensor(1))
+    assert es.epoch == 1 and type(es.epoch) is int
+    es.set_epoch(torch.tensor(4))
+    assert list(es) == [(0, 4), (1, 4)]
+    for bad in (torch.tensor(2.5), np.array(True)):  # refused when made, as 2.5 and True are
+        with pytest.raises(TypeError, match="sampler must be an iterable of indices"):
+            EpochSampler(bad)
+    with pytest.raises(ValueError, match="sampler must be a non-negative int"):
+        EpochSampler(torch.tensor(-1))
+
+
 def test_epoch_sampler_needs_a_reiterable_sampler():
     # A one-shot iterator gave its indices once, then silently nothing from the second epoch.
     for sampler in (iter([0, 1]), (i for i in range(2)), map(int, "01")):
