@@ -391,7 +391,9 @@ def main(argv=None) -> int:
             warnings.filterwarnings("default", category=UserWarning, module=r"medmnistc_fast\b")
             return handler[args.command](args)
     except KeyboardInterrupt:
-        print(f"{_PROG}: interrupted; re-run the same command to resume", file=sys.stderr)
+        # Only generate resumes: its finished files are kept and skipped by the next run.
+        advice = "; re-run the same command to resume" if args.command == "generate" else ""
+        print(f"{_PROG}: interrupted{advice}", file=sys.stderr)
         return 130
     except BrokenPipeError as exc:
         if args.command == "list":  # `medmnistc-fast list | head`: the reader of stdout left

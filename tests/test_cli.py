@@ -580,3 +580,20 @@ def test_dask_workers_on_other_versions_are_one_line(tmp_path, capsys, monkeypat
     monkeypatch.setattr(G, "generate", bug)
     with pytest.raises(RuntimeError, match="internal"):  # other RuntimeErrors are not hidden
         main(["generate", "--sample", "--dataset", "breastmnist", "--out", str(tmp_path / "p")])
+
+
+@pytest.mark.parametrize("command, argv, advice", [
+    ("generate", ["generate", "--sample", "--dataset", "pathmnist", "--out", "x"], True),
+    ("preview", ["preview", "--sample", "--dataset", "pathmnist", "--out", "x.png"], False),
+    ("list", ["list"], False)])
+def test_ctrl_c_advises_resuming_only_generate(command, argv, advice, monkeypatch, capsys):
+    # preview and list keep nothing to resume; they used to say "re-run ... to resume" too.
+    from medmnistc_fast import cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, f"_cmd_{command}", interrupted)
+    assert main(argv) == 130
+    err = capsys.readouterr().err
+    assert "interrupted" in err and ("resume" in err) == advice, err
