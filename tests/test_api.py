@@ -513,3 +513,32 @@ def test_registry_tables_are_read_only():
     assert mf.severity_table("dermamnist", "pixelate") == before
     # a variant is a copy away
     assert dict(registry.TABLES["dermamnist"])["pixelate"] == before
+
+
+def test_plan_cache_keeps_the_checks_and_fresh_seeds():
+    # _plan caches results for exact str / int arguments; other types still go through the
+    # checks, and seed=None still draws a fresh seed for the random kinds.
+    assert _plan("pathmnist", "defocus_blur", 3, 0) is _plan("pathmnist", "defocus_blur", 3, 0)
+    with pytest.raises(TypeError, match="severity must be an int"):
+        _plan("pathmnist", "defocus_blur", True, 0)
+    with pytest.raises(TypeError, match="severity must be an int"):
+        _plan("pathmnist", "defocus_blur", 3.0, 0)
+    assert _plan("pathmnist", "defocus_blur", np.int64(3), 0)[1] == (5, 0.2)
+    with pytest.raises(ValueError):
+        _plan("pathmnist", "defocus_blur", 3, -1)
+    with pytest.raises(ValueError):
+        _plan("pathmnist", "gaussian_noise", 3, 0)  # not a pathmnist corruption
+    keys = {_plan("dermamnist", "gaussian_noise", 3, None)[2] for _ in range(4)}
+    assert len(keys) == 4
+    assert _plan("dermamnist", "gaussian_noise", 3, 7)[2] == _plan("dermamnist", "gaussian_noise",
+                                                                    3, 7)[2]
+
+
+def test_sample_values_hands_out_a_new_dict_each_call():
+    kind, param, base, ctx = _plan("pathmnist", "defocus_blur", 5, 0)
+    first = sample_values(kind, param, ctx, (224, 224, 3), 0)
+    assert first == {"radius": 7.0, "alias_sigma": 0.3, "scale": 1.0}  # the table's (7, .3)
+    first["radius"] = 1.0
+    assert sample_values(kind, param, ctx, (224, 224, 3), 0)["radius"] == 7.0
+    # another shape, other values: 112 px halves the scale
+    assert sample_values(kind, param, ctx, (112, 112, 3), 0)["scale"] == 0.5
