@@ -1807,34 +1807,32 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
     };
     // B(y - 1) -> B(y): the row entering ring j (y + h_j) takes the slot of the row leaving it
     // (y - 1 - h_j).
+    // d, ring r's sum over the row entering it, replaces the row leaving it in B and in the
+    // ring buffer (that row's slot).
+    auto rotate = [&](u16x32 (&b)[NI], DiskRingRt& r, const u16x32 (&d)[NI]) MMC_LAMBDA_INLINE {
+        std::uint16_t* slot = r.buf + r.slot * SW;
+        for (int v = 0; v < NI; ++v) {
+            b[v] += d[v] - disk_load<u16x32>(slot + 32 * v);
+            disk_store(slot + 32 * v, d[v]);
+        }
+        if (++r.slot == r.slots) r.slot = 0;
+    };
     auto advance = [&](u16x32 (&b)[NI], ptrdiff_t y, ptrdiff_t pb) MMC_LAMBDA_INLINE {
         if constexpr (RS > 0) {
             using S = DiskShape<RS>;
             disk_for_rings([&](auto jc) MMC_LAMBDA_INLINE {
                 constexpr int j = decltype(jc)::value;
                 constexpr int w0 = j > 0 ? S::rings.w[j > 0 ? j - 1 : 0] : -1;
-                constexpr int hj = S::rings.h[j];
-                DiskRingRt& r = rings[j];
                 u16x32 d[NI];
-                disk_ring_sum_ct<Isa, NI, CT, w0, S::rings.w[j]>(d, prow(y + hj) + pb);
-                std::uint16_t* slot = r.buf + r.slot * SW;
-                for (int v = 0; v < NI; ++v) {
-                    b[v] += d[v] - disk_load<u16x32>(slot + 32 * v);
-                    disk_store(slot + 32 * v, d[v]);
-                }
-                if (++r.slot == 2 * hj + 1) r.slot = 0;
+                disk_ring_sum_ct<Isa, NI, CT, w0, S::rings.w[j]>(d, prow(y + S::rings.h[j]) + pb);
+                rotate(b, rings[j], d);
             }, std::make_index_sequence<static_cast<std::size_t>(S::m)>{});
-            return;
-        }
-        for (DiskRingRt& r : rings) {
-            u16x32 d[NI];
-            disk_ring_sum<Isa, NI>(d, prow(y + r.h) + pb, r.off, r.n);
-            std::uint16_t* slot = r.buf + r.slot * SW;
-            for (int v = 0; v < NI; ++v) {
-                b[v] += d[v] - disk_load<u16x32>(slot + 32 * v);
-                disk_store(slot + 32 * v, d[v]);
+        } else {
+            for (DiskRingRt& r : rings) {
+                u16x32 d[NI];
+                disk_ring_sum<Isa, NI>(d, prow(y + r.h) + pb, r.off, r.n);
+                rotate(b, r, d);
             }
-            if (++r.slot == r.slots) r.slot = 0;
         }
     };
     // Output row y of the strip at s0: written straight to dst when the strip is whole (staging
