@@ -1673,8 +1673,7 @@ MMC_INLINE dv::f32x16 disk_window(dv::f32x16 a, dv::f32x16 b) {
 
 // The rings of the disk x^2 + y^2 <= R^2 (integer R >= 1; the reference's disk() at the
 // MedMNIST-C tables' radii, 224 px) at compile time, as plan_disk builds them: ring j holds the
-// columns w[j - 1] < |dx| <= w[j] (w[-1] = -1) on the rows |dy| <= h[j]. R = 0: none (the
-// rings are read from the plan at run time).
+// columns w[j - 1] < |dx| <= w[j] (w[-1] = -1) on the rows |dy| <= h[j].
 template <int R>
 struct DiskShape {
     static constexpr int half_width(int dy) {
@@ -1699,7 +1698,7 @@ struct DiskShape {
         return r;
     }
     static constexpr Rings rings = make();
-    static constexpr int m = R > 0 ? rings.m : 0;
+    static constexpr int m = rings.m;
 };
 constexpr int kDiskMaxShape = 8;  // disk_shape_of tries radii 1 .. 8
 
@@ -1743,7 +1742,7 @@ int disk_shape_of(const DiskPlan& plan) {
 // x -+ 1 from registers), 0 when read from s.
 // RS: the radius of the ring shape compiled in (DiskShape; it must be the plan's), 0 when the
 // rings are read from the plan.
-template <class Isa, int NV, bool Gauss, bool Corr = false, int CT = 0, int RS = 0>
+template <class Isa, int NV, bool Gauss, bool Corr, int CT, int RS>
 MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& s,
                                  const DiskPlan& plan) {
     using namespace dv;
@@ -2285,7 +2284,7 @@ MMC_INLINE void disk_filter_strips(const uint8_t* src, uint8_t* dst, const Shape
     // RGB disks of the MedMNIST-C tables at 224 px (integer radii; which plan kind each level
     // gets follows from its alias sigma) have their ring shapes compiled in. Measured at 224 px
     // (RGB, one thread, min of 7 x 200 calls over 8 sample images, A/B in alternating
-    // processes): radius 4 without the Gaussian 35-41 -> 25-27 us (with the padding below),
+    // processes): radius 4 without the Gaussian 35-41 -> 25-27 us (with disk_pad_image's words),
     // (5, .2) 54-55 -> 50-52, (6, .3) 64-67 -> 60-63, (7, .4) 88-89 -> 85-86, (8, .5)
     // 116 -> 107-109 us.
     if (s.c == 3) {

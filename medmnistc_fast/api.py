@@ -267,7 +267,8 @@ def sample_values(kind, param, ctx, shape, key) -> dict:
 
 @functools.lru_cache(maxsize=1024)
 def _fixed_values(kind, param, ctx, shape) -> dict:
-    # Shared by the calls with these arguments: sample_values hands out copies.
+    # Shared by the calls with these arguments: sample_values hands out copies, shallow ones,
+    # as every deterministic sampler's values are numbers and tuples.
     return kind.sample(param, Context(shape, 0, *ctx))
 
 

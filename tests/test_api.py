@@ -542,3 +542,17 @@ def test_sample_values_hands_out_a_new_dict_each_call():
     assert sample_values(kind, param, ctx, (224, 224, 3), 0)["radius"] == 7.0
     # another shape, other values: 112 px halves the scale
     assert sample_values(kind, param, ctx, (112, 112, 3), 0)["scale"] == 0.5
+
+
+def test_deterministic_values_are_immutable():
+    # sample_values caches a deterministic kind's values per shape and hands out shallow
+    # copies: that is safe only while every value is a number or a tuple of numbers.
+    for dataset in mf.DATASETS + ("pathology96", "pathology224"):
+        for corruption in mf.corruptions(dataset):
+            for level in range(1, 6):
+                kind, param, base, ctx = _plan(dataset, corruption, level, 0)
+                if kind.random:
+                    continue
+                for value in sample_values(kind, param, ctx, (64, 80, 3), 0).values():
+                    items = value if isinstance(value, tuple) else (value,)
+                    assert all(isinstance(x, (int, float)) for x in items), (dataset, corruption)
