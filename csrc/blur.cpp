@@ -887,9 +887,12 @@ void filter2d_impl(const uint8_t* src, uint8_t* dst, const Shape& s, const Filte
 // integer division floor((B + a) M / 2^s) - e reproduces it for every B in [0, 255 N] (checked
 // when planning) that form is used instead of the double product.
 
-// Hot loops are compiled for AVX-512 (x86-64-v4, 512-bit vectors), AVX2 and the baseline and
-// picked at run time. Every variant evaluates the same expressions in the same order without
-// contraction (-ffp-contract=off), so they agree bit for bit.
+// Hot loops are compiled for AVX-512 (x86-64-v4, 512-bit vectors), AVX2 (with FMA) and the
+// baseline and picked at run time. Every variant evaluates the same expressions in the same
+// order without contraction (-ffp-contract=off), so they agree bit for bit. The one exception is
+// the float32 pre-decision of the Gaussian plans, where the FMA variants fuse multiply-adds
+// (Isa::fmadd): that only removes roundings from an evaluation whose error bound counts them,
+// and every result it decides is the plan's double value truncated, so the outputs still agree.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define MMC_DISK_DISPATCH 1
 #define MMC_INLINE inline __attribute__((always_inline))
@@ -1283,7 +1286,8 @@ std::optional<DiskPlan> plan_disk(const double* k, ptrdiff_t kh, ptrdiff_t kw, c
         // values under 2^9). fl(B wcf) differs from wc B by at most B |wcf - wc| + 2^-24 * 2^9
         // (one float32 rounding; B <= 255 N, wc B < 2^9 by the gain check). The float32
         // additions -lo and +hi round by at most half an ulp below 2^9, 2^-16, added to both
-        // margins. When hi + lo is well below 1 / N (the spacing of wc B), only disk sums next
+        // margins (the FMA variants fuse the product and the addition: one rounding fewer).
+        // When hi + lo is well below 1 / N (the spacing of wc B), only disk sums next
         // to a multiple of N reach the double evaluation.
         std::int64_t e_tot = 0, k_tot = 0;
         for (std::size_t p = 0; p < d.size(); ++p) {
@@ -1517,6 +1521,11 @@ struct DiskIsaBase {
     static MMC_INLINE dv::i32x16 s16(const std::uint16_t* p) {
         return __builtin_convertvector(disk_load<dv::i16x16>(p), dv::i32x16);
     }
+    // a * b + c for the float32 pre-decision, whose error bound allows two roundings; the
+    // variants with FMA round once (the decided results are the same: see disk_filter_body).
+    static MMC_INLINE dv::f32x16 fmadd(dv::f32x16 a, dv::f32x16 b, dv::f32x16 c) {
+        return a * b + c;
+    }
     // Clamp to [0, 255] and narrow to bytes.
     static MMC_INLINE dv::u8x16 bytes(dv::i32x16 q) {
         q = q < 0 ? 0 : q;
@@ -1526,7 +1535,7 @@ struct DiskIsaBase {
 };
 
 #if MMC_DISK_DISPATCH
-#define MMC_AVX2_INLINE inline __attribute__((target("avx2")))
+#define MMC_AVX2_INLINE inline __attribute__((target("avx2,fma")))
 #define MMC_AVX512_INLINE \
     inline __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512dq")))
 struct DiskIsaAvx2 {
@@ -1569,6 +1578,13 @@ struct DiskIsaAvx2 {
         return dv::join((dv::i32x8)_mm256_cvtepi16_epi32(_mm_loadu_si128(q)),
                         (dv::i32x8)_mm256_cvtepi16_epi32(_mm_loadu_si128(q + 1)));
     }
+    static MMC_AVX2_INLINE dv::f32x16 fmadd(dv::f32x16 a, dv::f32x16 b, dv::f32x16 c) {
+        using dv::high, dv::low;
+        const auto ai = (dv::i32x16)a, bi = (dv::i32x16)b, ci = (dv::i32x16)c;
+        return (dv::f32x16)dv::join(
+            (dv::i32x8)_mm256_fmadd_ps((__m256)low(ai), (__m256)low(bi), (__m256)low(ci)),
+            (dv::i32x8)_mm256_fmadd_ps((__m256)high(ai), (__m256)high(bi), (__m256)high(ci)));
+    }
     static MMC_AVX2_INLINE dv::u8x16 bytes(dv::i32x16 q) {
         const __m256i lo = (__m256i)dv::low(q), hi = (__m256i)dv::high(q);
         const __m256i top = _mm256_set1_epi32(255);
@@ -1607,6 +1623,9 @@ struct DiskIsaAvx512 {
     static MMC_AVX512_INLINE dv::i32x16 s16(const std::uint16_t* p) {
         return (dv::i32x16)_mm512_cvtepi16_epi32(
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    }
+    static MMC_AVX512_INLINE dv::f32x16 fmadd(dv::f32x16 a, dv::f32x16 b, dv::f32x16 c) {
+        return (dv::f32x16)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
     }
     static MMC_AVX512_INLINE dv::u8x16 bytes(dv::i32x16 q) {
         return (dv::u8x16)_mm512_cvtusepi32_epi8(_mm512_max_epi32((__m512i)q, _mm512_setzero_si512()));
@@ -1892,9 +1911,9 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
         // integer sums convert exactly (below 2^24), then at most 12 roundings of 2^-24
         // relative each (the float32 rho and wc included) on terms whose magnitudes sum to at
         // most the plan's bound M (below 2^8.1 levels for every defocus kernel, whose gain is
-        // about 1), so |r - exact| < 12 2^-24 M. When trunc(r -+ near) agree (plan.near: twice
-        // that bound, at least 2^-11), the exact value lies in the same unit interval and r's
-        // truncation is the plan's. Otherwise the 16 lanes are recomputed in double
+        // about 1), so |r - exact| < 12 2^-24 M (fewer roundings where Isa::fmadd fuses).
+        // When trunc(r -+ near) agree (plan.near: twice that bound, at least 2^-11), the exact
+        // value lies in the same unit interval and r's truncation is the plan's. Otherwise the 16 lanes are recomputed in double
         // exactly as the plan's B + rho (E + rho C) from the integer E and C, so every output
         // equals the plan's double evaluation. Measured on the sample images: about 2 % of
         // vectors take that path for alias sigma >= .3, and on flat regions (the kernel's sum,
@@ -2160,18 +2179,17 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
             if (tiny) {
                 // Small neighbour weight: decided from B alone where its margins allow.
                 for (int t = 0; t < NV - 1; ++t) {
-                    const f32x16 r =
-                        __builtin_convertvector(Isa::u16(b1 + G + 16 * t), f32x16) * tiny_wc;
-                    keep(t, __builtin_convertvector(r - tiny_lo, i32x16),
-                         __builtin_convertvector(r + tiny_hi, i32x16));
+                    const f32x16 bf = __builtin_convertvector(Isa::u16(b1 + G + 16 * t), f32x16);
+                    keep(t, __builtin_convertvector(Isa::fmadd(bf, tiny_wc, -tiny_lo), i32x16),
+                         __builtin_convertvector(Isa::fmadd(bf, tiny_wc, tiny_hi), i32x16));
                 }
                 return;
             }
             f32x16 vv[NV];
             for (int t = 0; t < NV; ++t) {
                 const i32x16 ut = u_at(b0, b2, 16 * t);
-                vv[t] = __builtin_convertvector(Isa::u16(b1 + 16 * t), f32x16) +
-                        rhof * __builtin_convertvector(ut, f32x16);
+                vv[t] = Isa::fmadd(rhof, __builtin_convertvector(ut, f32x16),
+                                   __builtin_convertvector(Isa::u16(b1 + 16 * t), f32x16));
                 if constexpr (CT == 0) disk_store(vrow + 16 * t, vv[t]);
             }
             for (int t = 0; t < NV - 1; ++t) {
@@ -2186,12 +2204,12 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
                     nb = disk_load<f32x16>(vrow + i - c) + disk_load<f32x16>(vrow + i + c);
                 }
                 if constexpr (Corr) {
-                    nb += disk_load<f32x16>(h1 + i) +
-                          rhof * (disk_load<f32x16>(h0 + i) + disk_load<f32x16>(h2 + i));
+                    nb += Isa::fmadd(rhof, disk_load<f32x16>(h0 + i) + disk_load<f32x16>(h2 + i),
+                                     disk_load<f32x16>(h1 + i));
                 }
-                const f32x16 r = wcf * (vc + rhof * nb);
-                keep(t, __builtin_convertvector(r + near, i32x16),
-                     __builtin_convertvector(r - near, i32x16));
+                const f32x16 inner = Isa::fmadd(rhof, nb, vc);
+                keep(t, __builtin_convertvector(Isa::fmadd(wcf, inner, near), i32x16),
+                     __builtin_convertvector(Isa::fmadd(wcf, inner, -near), i32x16));
             }
         };
         // Rows y0 .. y1 - 1 made: with Defer, their vectors to redo redone in double; the
@@ -2270,7 +2288,7 @@ struct DiskBody;
     };
 #if MMC_DISK_DISPATCH
 MMC_DISK_BODY(DiskIsaAvx512, target("arch=x86-64-v4,prefer-vector-width=512"))
-MMC_DISK_BODY(DiskIsaAvx2, target("avx2"))
+MMC_DISK_BODY(DiskIsaAvx2, target("avx2,fma"))
 #endif
 MMC_DISK_BODY(DiskIsaBase)
 #undef MMC_DISK_BODY
@@ -2351,7 +2369,7 @@ __attribute__((flatten, target("arch=x86-64-v4,prefer-vector-width=512"))) void 
     const uint8_t* src, uint8_t* dst, const Shape& s, const DiskPlan& plan) {
     disk_filter_strips<DiskIsaAvx512>(src, dst, s, plan);
 }
-__attribute__((flatten, target("avx2"))) void disk_filter_avx2(const uint8_t* src, uint8_t* dst,
+__attribute__((flatten, target("avx2,fma"))) void disk_filter_avx2(const uint8_t* src, uint8_t* dst,
                                                       const Shape& s, const DiskPlan& plan) {
     disk_filter_strips<DiskIsaAvx2>(src, dst, s, plan);
 }
@@ -2370,7 +2388,7 @@ DiskFilterFn disk_filter_named(const std::string& name) {
                     __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                     __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx2") &&
                     __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2");
-    const bool avx2 = __builtin_cpu_supports("avx2");
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     if (name == "avx512") return v4 ? &disk_filter_v4 : nullptr;
     if (name == "avx2") return avx2 ? &disk_filter_avx2 : nullptr;
 #endif
