@@ -202,6 +202,21 @@ def test_tiny_plans_in_the_tables():
                      (7.0, 0.4): "gauss+corrected", (8.0, 0.5): "gauss+corrected"}
 
 
+def test_plan_cache_tells_kernels_apart():
+    # The disk plans are cached by the bytes of (kernel, mask, gauss1d), the last few compared in
+    # place: cycling through more kernels than that, including one that differs from another
+    # only by a factor (same mask and Gaussian), every call must still filter with its own.
+    params = TABLE_PARAMS[:12]
+    kernels = [blur._defocus_parts(*p) for p in params]
+    k, mask, gauss = blur._defocus_parts(5.0, 0.2)
+    kernels.append((k * np.float32(0.5), mask, gauss))
+    img = natural((12, 20, 3), 5)
+    for _ in range(3):
+        for kernel, mask, gauss in kernels:
+            ours = _native.filter2d(img, kernel, mask, gauss)
+            assert np.abs(ours.astype(np.int16) - oracle(img, kernel)).max() <= 1
+
+
 def test_set_disk_isa_refuses_unknown():
     assert _native._set_disk_isa("sse9") is False
     assert _native._disk_isa() == ISAS[0]

@@ -169,6 +169,16 @@ def _defocus_parts(radius: float, alias_sigma: float):
     return parts
 
 
+@lru_cache(maxsize=256)
+def _defocus_native_args(radius: float, alias_sigma: float):
+    """:func:`_defocus_parts` with the kernel as float64, the dtype ``_native.filter2d`` takes
+    (the same values: float32 converts exactly), so that no call converts it again."""
+    kernel, mask, gauss = _defocus_parts(radius, alias_sigma)
+    k64 = kernel.astype(np.float64)
+    k64.setflags(write=False)
+    return k64, mask, gauss
+
+
 def defocus_kernel(radius: float, alias_sigma: float) -> np.ndarray:
     """The reference's defocus kernel ``disk(radius, alias_blur)``.
 
@@ -304,8 +314,7 @@ def _defocus_kernel(image, *, radius, alias_sigma, scale=1.0):
         # evaluates it as integer disk sums (row sums over the disk's rings, updated from row to
         # row) and their 3x3 Gaussian from integer neighbour sums, within one gray level (see
         # _native.filter2d); other kernels take the general plans.
-        kernel, mask, gauss = _defocus_parts(radius, alias_sigma)
-        return _native.filter2d(image, kernel, mask, gauss)
+        return _native.filter2d(image, *_defocus_native_args(radius, alias_sigma))
     return _native.filter2d(image, scaled_defocus_kernel(radius, alias_sigma, scale))
 
 
