@@ -1526,6 +1526,10 @@ struct DiskIsaBase {
     static MMC_INLINE dv::f32x16 fmadd(dv::f32x16 a, dv::f32x16 b, dv::f32x16 c) {
         return a * b + c;
     }
+    // 16 bytes widened to int32.
+    static MMC_INLINE dv::i32x16 u8(const uint8_t* p) {
+        return __builtin_convertvector(disk_load<dv::u8x16>(p), dv::i32x16);
+    }
     // Clamp to [0, 255] and narrow to bytes.
     static MMC_INLINE dv::u8x16 bytes(dv::i32x16 q) {
         q = q < 0 ? 0 : q;
@@ -1578,6 +1582,12 @@ struct DiskIsaAvx2 {
         return dv::join((dv::i32x8)_mm256_cvtepi16_epi32(_mm_loadu_si128(q)),
                         (dv::i32x8)_mm256_cvtepi16_epi32(_mm_loadu_si128(q + 1)));
     }
+    static MMC_AVX2_INLINE dv::i32x16 u8(const uint8_t* p) {
+        const auto* q = reinterpret_cast<const __m128i*>(p);
+        return dv::join((dv::i32x8)_mm256_cvtepu8_epi32(_mm_loadl_epi64(q)),
+                        (dv::i32x8)_mm256_cvtepu8_epi32(
+                            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8))));
+    }
     static MMC_AVX2_INLINE dv::f32x16 fmadd(dv::f32x16 a, dv::f32x16 b, dv::f32x16 c) {
         using dv::high, dv::low;
         const auto ai = (dv::i32x16)a, bi = (dv::i32x16)b, ci = (dv::i32x16)c;
@@ -1623,6 +1633,10 @@ struct DiskIsaAvx512 {
     static MMC_AVX512_INLINE dv::i32x16 s16(const std::uint16_t* p) {
         return (dv::i32x16)_mm512_cvtepi16_epi32(
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    }
+    static MMC_AVX512_INLINE dv::i32x16 u8(const uint8_t* p) {
+        return (dv::i32x16)_mm512_cvtepu8_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     }
     static MMC_AVX512_INLINE dv::f32x16 fmadd(dv::f32x16 a, dv::f32x16 b, dv::f32x16 c) {
         return (dv::f32x16)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
@@ -2112,10 +2126,19 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
         const f32x16 tiny_wc = plan.tiny_wc + f32x16{}, tiny_lo = plan.tiny_lo + f32x16{},
                      tiny_hi = plan.tiny_hi + f32x16{};
         const f64x8 rho8 = rho + f64x8{}, wc8 = wc + f64x8{};
+        // The compiled radius-7 shape's Ev is two single taps, (-8, 0) and (8, 0) (checked by
+        // disk_filter_strips): u_at reads them straight from the image rows (ev_rows, set for
+        // each output row) instead of ev_row summing them into ev to be read back.
+        constexpr bool EvDirect = Corr && RS == 7;
+        const uint8_t* ev_rows[2] = {};
         auto u_at = [&](const std::uint16_t* b0, const std::uint16_t* b2, ptrdiff_t i)
                         MMC_LAMBDA_INLINE {
             i32x16 t = Isa::u16(b0 + i) + Isa::u16(b2 + i);
-            if constexpr (Corr) t += disk_load<i32x16>(ev + i);
+            if constexpr (EvDirect) {
+                t += Isa::u8(ev_rows[0] + i) + Isa::u8(ev_rows[1] + i);
+            } else if constexpr (Corr) {
+                t += disk_load<i32x16>(ev + i);
+            }
             return t;
         };
         // Output row y of the strip at s0: straight to dst when the strip is whole, else
@@ -2162,7 +2185,12 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
             const float* h0 = ehslot(y - 1);
             const float* h1 = ehslot(y);
             const float* h2 = ehslot(y + 1);
-            if constexpr (Corr) ev_row(y, pb, k);
+            if constexpr (EvDirect) {
+                ev_rows[0] = prow(y - 8) + pb;
+                ev_rows[1] = prow(y + 8) + pb;
+            } else if constexpr (Corr) {
+                ev_row(y, pb, k);
+            }
             uint8_t* o = gauss_out(y, s0, n_out);
             // The float32 result q where q2 agrees, else the double evaluation.
             auto keep = [&](int t, const i32x16& q, const i32x16& q2) MMC_LAMBDA_INLINE {
@@ -2323,7 +2351,13 @@ MMC_INLINE void disk_filter_strips(const uint8_t* src, uint8_t* dst, const Shape
             default: break;
             }
         } else {
-            switch (r) {
+            // Radius 7's Ev must be the two taps the compiled body reads (see u_at).
+            const bool ev7 = plan.ev_spans.empty() && plan.ev_neg.empty() &&
+                             plan.ev_pos.size() == 2 &&
+                             std::abs(plan.ev_pos[0].first) == 8 && plan.ev_pos[0].second == 0 &&
+                             plan.ev_pos[1].first == -plan.ev_pos[0].first &&
+                             plan.ev_pos[1].second == 0;
+            switch (ev7 ? r : (r == 7 ? 0 : r)) {
             case 7: return Body::template run<G, true, true, 3, 7>(src, dst, s, plan);
             case 8: return Body::template run<G, true, true, 3, 8>(src, dst, s, plan);
             default: break;
