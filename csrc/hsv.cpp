@@ -102,7 +102,7 @@ ImageOut hsv_shift(const ImageIn& image, int channel, double amount, const std::
                                         "' is not available here; see _hsv_isas()");
         }
     }
-    ImageOut out = output_image(s, out_arg, "hsv_shift");
+    ImageOut out = output_image(s, out_arg, "hsv_shift", image);
     const std::uint8_t* src = image.data();
     std::uint8_t* dst = out.mutable_data();
     {

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -88,7 +89,8 @@ inline ImageOut new_image(const Shape& s) { return ImageOut({s.h, s.w, s.c}); }
 // (std::invalid_argument otherwise). Such kernels write each element after reading the input
 // elements it depends on only where stated; `out` must not share memory with the input (not
 // checked: corrupt_batch passes its own output slots).
-inline ImageOut output_image(const Shape& s, const py::object& out, const char* fn) {
+inline ImageOut output_image(const Shape& s, const py::object& out, const char* fn,
+                             const ImageIn& image) {
     if (out.is_none()) return new_image(s);
     if (!ImageOut::check_(out)) {
         throw std::invalid_argument(std::string(fn) + ": out must be a uint8 ndarray");
@@ -99,6 +101,15 @@ inline ImageOut output_image(const Shape& s, const py::object& out, const char* 
     }
     if (!(arr.flags() & py::array::c_style) || !arr.writeable()) {
         throw std::invalid_argument(std::string(fn) + ": out must be C-contiguous and writeable");
+    }
+    // Both are C-contiguous runs of s.size() bytes: any shared byte means overlapping runs (a
+    // partial overlap would read samples already written).
+    const std::uint8_t* src = image.data();
+    const std::uint8_t* dst = arr.data();
+    const auto n = static_cast<std::size_t>(s.size());
+    if (n > 0 && std::less<const std::uint8_t*>()(dst, src + n) &&
+        std::less<const std::uint8_t*>()(src, dst + n)) {
+        throw std::invalid_argument(std::string(fn) + ": out must not share memory with image");
     }
     return arr;
 }

@@ -219,7 +219,7 @@ template <class MakeTable>
 ImageOut apply_table(const ImageIn& image, MakeTable make, const char* fn,
                      const py::object& out_arg) {
     const Shape s = image_shape(image, fn);
-    ImageOut out = output_image(s, out_arg, fn);
+    ImageOut out = output_image(s, out_arg, fn, image);
     const std::uint8_t* src = image.data();
     std::uint8_t* dst = out.mutable_data();
     {

@@ -132,7 +132,7 @@ ImageOut alias_sample(const ImageIn& image, const Table& table, std::uint64_t ke
     if (table.ndim() != 2 || table.shape(0) != 256 || table.shape(1) != 256) {
         throw std::invalid_argument("alias_sample: table must have shape (256, 256)");
     }
-    ImageOut out = output_image(s, out_arg, "alias_sample");
+    ImageOut out = output_image(s, out_arg, "alias_sample", image);
     const std::uint8_t* src = image.data();
     std::uint8_t* dst = out.mutable_data();
     const std::uint32_t* t = table.data();

@@ -313,13 +313,15 @@ def alias_sample(
     key : int in [0, 2**64)
     out : ndarray, optional
         Where to write (returned): writeable, C-contiguous uint8 of the image's shape, sharing
-        no memory with it (not checked). None: a new array.
+        no memory with it. None: a new array.
 
     Raises
     ------
     ValueError
         ``image`` not 3-D with positive sizes, ``table`` not of shape (256, 256), or ``out``
-        not a writeable C-contiguous uint8 array of the image's shape.
+        not a writeable C-contiguous uint8 array of the image's shape or sharing memory with
+        ``image`` (the same functions, brightness, contrast, gamma and hsv_shift, check
+        ``out`` alike).
     """
 
 def blend_lut(base: int, factor: float) -> npt.NDArray[np.uint8]:

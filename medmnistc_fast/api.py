@@ -322,6 +322,7 @@ def corrupt(image, corruption, severity, *, dataset, seed=None, index=0) -> np.n
     hwc = as_hwc(image)
     index = check_nonneg_int(index, "index", upper=MAX_INDEX - 1)
     kind, param, base, ctx = _plan(dataset, corruption, severity, seed)
+    kind.check_side(hwc.shape, "image")
     key = rng.image_key(base, index) if kind.random else 0
     out = _apply(kind, param, ctx, hwc, key)
     return out.reshape(image.shape)
@@ -378,6 +379,7 @@ def corrupt_batch(images, corruption, severity, *, dataset, seed=None, start=0,
     else:
         threads = _check_threads(num_threads)
     kind, param, base, ctx = _plan(dataset, corruption, severity, seed)
+    kind.check_side(nhwc.shape, "images")
     n = nhwc.shape[0]
     result = out
     if out is None:

@@ -647,12 +647,20 @@ def _make_runner(dataset: str, corruption: str, ref_size: int):
     def generic(hwc, param, key):
         return kernel(hwc, **sample(param, Context(hwc.shape, key, 1, ref_size)))
 
+    run = generic
     for direct, keyword, convert in _DIRECT_KWARG:
         if kind is direct:
-            return lambda hwc, param, key: kernel(hwc, **{keyword: convert(param)})
+            run = lambda hwc, param, key: kernel(hwc, **{keyword: convert(param)})  # noqa: E731
+            break
     if any(kind is k for k in _KEYED_NOISES):
-        return lambda hwc, param, key: kernel(hwc, param=float(param), key=int(key))
-    return generic
+        run = lambda hwc, param, key: kernel(hwc, param=float(param), key=int(key))  # noqa: E731
+    if kind.max_side is None:
+        return run
+
+    def checked(hwc, param, key):  # JPEG: libjpeg's largest side
+        kind.check_side(hwc.shape, "image")
+        return run(hwc, param, key)
+    return checked
 
 
 # ---------------------------------------------------------------------------------------------

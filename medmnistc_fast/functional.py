@@ -97,7 +97,9 @@ def _documented(params: str, references: str):
 
 def _run(name: str, image, **values) -> np.ndarray:
     hwc = as_hwc(image)
-    return KINDS[name].kernel(hwc, **values).reshape(image.shape)
+    kind = KINDS[name]
+    kind.check_side(hwc.shape, "image")
+    return kind.kernel(hwc, **values).reshape(image.shape)
 
 
 def _noise_key(seed) -> int:

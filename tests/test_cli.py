@@ -431,6 +431,16 @@ def test_help_and_version(capsys):
     assert mf.__version__ in capsys.readouterr().out
 
 
+def test_sample_n_help_states_the_real_default(capsys):
+    # The parser keeps its imports lazy, so --sample-n's help writes the default out: it must
+    # be the sample's images per split.
+    from medmnistc_fast.sample import SPLIT_IMAGES
+
+    assert main(["generate", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert f"images per split of the sample (default {SPLIT_IMAGES})" in help_text
+
+
 def test_preview_help_mentions_only_its_own_options(capsys):
     # preview has no --from-folder: its --size help must not refer to it.
     assert main(["preview", "--help"]) == 0

@@ -272,8 +272,14 @@ def test_jpeg_side_past_libjpegs_limit_is_a_value_error(shape):
     img = np.full(shape, 7, np.uint8)
     with pytest.raises(ValueError, match=r"65,500 px.*65501"):
         mf.functional.jpeg_compression(img, 50)
-    with pytest.raises(ValueError, match="jpeg_compression"):
-        mf.corrupt(img, "jpeg_compression", 1, dataset="chestmnist" if img.ndim == 2 else "pathmnist")
+    dataset = "chestmnist" if img.ndim == 2 else "pathmnist"
+    with pytest.raises(ValueError, match=r"^image: jpeg_compression .*65,500 px"):
+        mf.corrupt(img, "jpeg_compression", 1, dataset=dataset)
+    with pytest.raises(ValueError, match=r"^images: jpeg_compression .*65,500 px"):
+        mf.corrupt_batch(img[None], "jpeg_compression", 1, dataset=dataset)
+    aug = mf.AugMedMNISTC(dataset, corruptions=["jpeg_compression"], identity=False)
+    with pytest.raises(ValueError, match=r"^image: jpeg_compression .*65,500 px"):
+        aug(img)
     assert (img == 7).all()
     edge = np.full((8, 65_500), 7, np.uint8)
     assert np.array_equal(mf.functional.jpeg_compression(edge, 50),

@@ -104,3 +104,28 @@ def test_tables_at_the_ends_of_their_domain():
     expected = np.zeros(256, np.uint8)
     expected[255] = 255
     np.testing.assert_array_equal(_native.gamma_lut(float("inf")), expected)
+
+
+def test_out_sharing_memory_with_the_image_is_refused():
+    # The element-wise kernels that take out= read every sample before writing it only within
+    # one pass over distinct buffers: an out overlapping the image (shifted by one pixel, or the
+    # image itself) would read samples already written. A disjoint out is filled as asked.
+    buf = np.random.default_rng(3).integers(0, 256, 2 * 8 * 8 * 3 + 3, dtype=np.uint8)
+    image = buf[: 8 * 8 * 3].reshape(8, 8, 3)
+    table = np.zeros((256, 256), np.uint32)
+    calls = {
+        "brightness": lambda out: _native.brightness(image, 1.2, out=out),
+        "contrast": lambda out: _native.contrast(image, 0.7, out=out),
+        "gamma": lambda out: _native.gamma(image, 1.5, out=out),
+        "hsv_shift": lambda out: _native.hsv_shift(image, 1, 0.2, out=out),
+        "alias_sample": lambda out: _native.alias_sample(image, table, 7, out=out),
+    }
+    before = image.copy()
+    for name, call in calls.items():
+        for out in (image, buf[3: 3 + 8 * 8 * 3].reshape(8, 8, 3)):
+            with pytest.raises(ValueError, match=f"{name}: out must not share memory"):
+                call(out)
+        assert np.array_equal(image, before), name
+        disjoint = buf[8 * 8 * 3 + 3:].reshape(8, 8, 3)
+        assert call(disjoint) is disjoint
+        assert np.array_equal(disjoint, call(None)), name

@@ -92,6 +92,9 @@ class Kind:
         Whether ``sample`` uses ``ctx.key``.
     into : bool, default False
         Whether ``kernel`` accepts ``out=``.
+    max_side : int or None, default None
+        The longest image side the kernel takes (JPEG: libjpeg's limit), checked by the callers
+        of ``kernel`` so that the error names their argument; None for no limit.
     """
 
     name: str
@@ -99,6 +102,16 @@ class Kind:
     kernel: Callable[..., np.ndarray]
     random: bool
     into: bool = False
+    max_side: int | None = None
+
+    def check_side(self, shape, name: str) -> None:
+        """ValueError naming ``name`` if an image of ``shape`` ((H, W, ...) or (N, H, W, ...))
+        has a side longer than :attr:`max_side`."""
+        if self.max_side is not None:
+            h, w = shape[-3], shape[-2]
+            if max(h, w) > self.max_side:
+                raise ValueError(f"{name}: {self.name} takes sides of at most "
+                                 f"{self.max_side:,} px, got {h} x {w}")
 
 
 def to_rgb(image: np.ndarray) -> np.ndarray:

@@ -313,12 +313,10 @@ def _jpeg_kernel(image, *, quality):
     (``Image.frombytes(..., "jpeg", ...)``) instead of ``Image.open``, which would first parse the
     markers in Python; the pixels are the same libjpeg output.
 
-    Raises ValueError for a side longer than :data:`JPEG_MAX_SIDE` (65,500 px).
+    Sides must be at most :data:`JPEG_MAX_SIDE` (65,500 px): the callers check it
+    (``Kind.check_side``).
     """
     h, w, c = image.shape
-    if max(h, w) > JPEG_MAX_SIDE:
-        raise ValueError(f"image: jpeg_compression takes sides of at most {JPEG_MAX_SIDE:,} px "
-                         f"(libjpeg's JPEG_MAX_DIMENSION), got {h} x {w}")
     if c == 3:
         pil = Image.frombuffer("RGBX", (w, h), _native.rgbx_pixels(image), "raw", "RGBX", 0, 1)
         mode = "RGB"
@@ -331,4 +329,5 @@ def _jpeg_kernel(image, *, quality):
 
 
 PIXELATE = Kind("pixelate", _sample_pixelate, _pixelate_kernel, random=False)
-JPEG_COMPRESSION = Kind("jpeg_compression", _sample_quality, _jpeg_kernel, random=False)
+JPEG_COMPRESSION = Kind("jpeg_compression", _sample_quality, _jpeg_kernel, random=False,
+                        max_side=JPEG_MAX_SIDE)
