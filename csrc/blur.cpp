@@ -2351,17 +2351,14 @@ MMC_INLINE void disk_filter_strips(const uint8_t* src, uint8_t* dst, const Shape
             default: break;
             }
         } else {
-            // Radius 7's Ev must be the two taps the compiled body reads (see u_at).
-            const bool ev7 = plan.ev_spans.empty() && plan.ev_neg.empty() &&
-                             plan.ev_pos.size() == 2 &&
-                             std::abs(plan.ev_pos[0].first) == 8 && plan.ev_pos[0].second == 0 &&
-                             plan.ev_pos[1].first == -plan.ev_pos[0].first &&
-                             plan.ev_pos[1].second == 0;
-            switch (ev7 ? r : (r == 7 ? 0 : r)) {
-            case 7: return Body::template run<G, true, true, 3, 7>(src, dst, s, plan);
-            case 8: return Body::template run<G, true, true, 3, 8>(src, dst, s, plan);
-            default: break;
+            // Radius 7's Ev must be the two taps its compiled body reads (see u_at).
+            static const DiskTaps ev7 = {{-8, 0}, {8, 0}};
+            if (r == 7 && plan.ev_pos.size() == 2 &&
+                std::is_permutation(ev7.begin(), ev7.end(), plan.ev_pos.begin()) &&
+                plan.ev_neg.empty() && plan.ev_spans.empty()) {
+                return Body::template run<G, true, true, 3, 7>(src, dst, s, plan);
             }
+            if (r == 8) return Body::template run<G, true, true, 3, 8>(src, dst, s, plan);
         }
     }
     // The common channel counts (gray, RGB) are compiled with the count fixed.
