@@ -115,7 +115,11 @@ void motion_blur_impl(const uint8_t* src, uint8_t* dst, const Shape& s, const do
             const ptrdiff_t x_lo = std::clamp<ptrdiff_t>(-d, 0, s.w);
             const ptrdiff_t x_hi = std::max(x_lo, std::min(s.w, s.w - d));
             add_pixel(acc.data(), srow, w, x_lo, s.c);
-            axpy(acc.data() + x_lo * s.c, srow + (x_lo + d) * s.c, w, (x_hi - x_lo) * s.c);
+            // (no in-row part when |d| >= W: then x_lo + d lies outside the row, and so would the
+            // pointer, even with nothing read)
+            if (x_hi > x_lo) {
+                axpy(acc.data() + x_lo * s.c, srow + (x_lo + d) * s.c, w, (x_hi - x_lo) * s.c);
+            }
             add_pixel(acc.data() + x_hi * s.c, srow + (s.w - 1) * s.c, w, s.w - x_hi, s.c);
         }
         quantise_q16(acc.data(), dst + y * row, row);
