@@ -1931,11 +1931,12 @@ MMC_INLINE void disk_filter_body(const uint8_t* src, uint8_t* dst, const Shape& 
         // most the plan's bound M (below 2^8.1 levels for every defocus kernel, whose gain is
         // about 1), so |r - exact| < 12 2^-24 M (fewer roundings where Isa::fmadd fuses).
         // When trunc(r -+ near) agree (plan.near: twice that bound, at least 2^-11), the exact
-        // value lies in the same unit interval and r's truncation is the plan's. Otherwise the 16 lanes are recomputed in double
-        // exactly as the plan's B + rho (E + rho C) from the integer E and C, so every output
-        // equals the plan's double evaluation. Measured on the sample images: about 2 % of
-        // vectors take that path for alias sigma >= .3, and on flat regions (the kernel's sum,
-        // 1 -+ 6e-8 for most tables, puts every result next to an integer). For alias .2 (rho
+        // value lies in the same unit interval and r's truncation is the plan's. Otherwise the
+        // 16 lanes are recomputed in double exactly as the plan's B + rho (E + rho C) from the
+        // integer E and C, so every output equals the plan's double evaluation. Measured on
+        // the sample images: about 2 % of vectors take that path for alias sigma >= .3, and on
+        // flat regions (the kernel's sum, 1 -+ 6e-8 for most tables, puts every result next to
+        // an integer). For alias .2 (rho
         // ~ 4e-6, so r ~ B / N, an integer for one disk sum in N) 13-27 % of vectors did; such
         // plans are "tiny": each vector is first decided from B alone (plan.tiny_*), and the
         // vectors that cannot be go straight to the double evaluation. Measured at 224 px (RGB,

@@ -85,10 +85,9 @@ inline Shape image_shape(const ImageIn& image, const char* fn) {
 inline ImageOut new_image(const Shape& s) { return ImageOut({s.h, s.w, s.c}); }
 
 // Where a kernel with an `out` argument writes: a new (H, W, C) array when `out` is None, else
-// `out` itself, which must be a writeable, C-contiguous uint8 array of the image's shape
-// (std::invalid_argument otherwise). Such kernels write each element after reading the input
-// elements it depends on only where stated; `out` must not share memory with the input (not
-// checked: corrupt_batch passes its own output slots).
+// `out` itself, which must be a writeable, C-contiguous uint8 array of the image's shape and
+// share no memory with `image` (std::invalid_argument otherwise): such kernels do not promise
+// to read every input element before writing over it.
 inline ImageOut output_image(const Shape& s, const py::object& out, const char* fn,
                              const ImageIn& image) {
     if (out.is_none()) return new_image(s);
