@@ -107,9 +107,9 @@ def test_tables_at_the_ends_of_their_domain():
 
 
 def test_out_sharing_memory_with_the_image_is_refused():
-    # The element-wise kernels that take out= read every sample before writing it only within
-    # one pass over distinct buffers: an out overlapping the image (shifted by one pixel, or the
-    # image itself) would read samples already written. A disjoint out is filled as asked.
+    # The element-wise kernels that take out= assume a buffer of its own: an out overlapping
+    # the image (the image itself, or a view one pixel further on) could read samples already
+    # written, so both are refused before anything is written. A disjoint out is filled as asked.
     buf = np.random.default_rng(3).integers(0, 256, 2 * 8 * 8 * 3 + 3, dtype=np.uint8)
     image = buf[: 8 * 8 * 3].reshape(8, 8, 3)
     table = np.zeros((256, 256), np.uint32)
