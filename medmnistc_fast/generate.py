@@ -1971,7 +1971,7 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = S
         the main module: from a script read from standard input (``python -``) only 1 works
         (the default then), so save such a script to a file first; in a script, call
         ``generate`` under ``if __name__ == "__main__":`` (a call the workers reach while
-        importing it raises RuntimeError there, and the run stops with BrokenProcessPool).
+        importing it raises RuntimeError there, and so does the script's own call).
     scheduler : str or dask.distributed.Client, optional
         Run the chunk tasks on a Dask distributed cluster: a scheduler address such as
         ``"tcp://host:8786"``, the path of a ``--scheduler-file`` JSON written by
@@ -2039,6 +2039,11 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = S
         (:func:`byte_environment`) than this process: nothing is written when it is among the
         workers present at the start; a worker that joins later fails its first task (files
         finished before stay, complete, and a re-run resumes).
+    RuntimeError
+        A pool worker died (``workers`` > 1): a script that calls ``generate`` without the
+        ``__main__`` guard, or a worker killed by the operating system (out of memory). Files
+        finished before stay complete, and a dataset folder this call created in which nothing
+        finished is removed.
     OSError
         Writing fails (a full disk, a read-only folder); an error that names no file (ENOSPC)
         names the output folder. Files finished before it stay complete, so a re-run resumes.
@@ -2195,6 +2200,12 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = S
                         with tqdm(total=total, unit="img", desc=run.inp.dataset,
                                   disable=not progress, dynamic_ncols=True) as bar:
                             run.run(get_runner(), bar)
+                    except BaseException:
+                        # A folder this run made, in which nothing finished, holds only its
+                        # manifest: removed, as when the run fails before writing.
+                        if created is not None and not run.files:
+                            _remove_created(run.dir, created)
+                        raise
                     finally:
                         if run.spool is not None:
                             _remove(run.spool)
@@ -2202,10 +2213,19 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = S
                                 "written": [j.corruption for j in run.jobs],
                                 "skipped": list(run.skipped), "removed_temps": removed,
                                 "manifest": dict(run.params, files=run.files)})
-    except BaseException:
+    except BaseException as exc:
         if runner is not None:
             runner.close(cancel=True)
             runner = None
+        from concurrent.futures.process import BrokenProcessPool
+
+        if isinstance(exc, BrokenProcessPool):
+            raise RuntimeError(
+                f"a worker process of generate died ({exc}). In a script, call generate under "
+                f"`if __name__ == '__main__':` (the workers re-run the script's top level, "
+                f"where an unguarded call raises RuntimeError); otherwise the operating "
+                f"system may have killed it (out of memory?). Files finished before stay, so "
+                f"a re-run resumes") from exc
         raise
     finally:
         if runner is not None:

@@ -242,7 +242,9 @@ def test_script_from_stdin_runs_in_process(tmp_path, monkeypatch):
 def test_unguarded_script_names_the_main_guard(tmp_path):
     """A script calling generate at its top level (no ``if __name__ == "__main__":``) with pool
     workers: each worker re-ran it on start, and its second run stopped at the output folder's
-    lock with "being written by another generate run". The workers now say what is wrong."""
+    lock with "being written by another generate run". The workers now say what is wrong, and
+    so does the script's own call (it ended in a bare BrokenProcessPool), which also removes the
+    dataset folder it made, where nothing had finished (it left one holding only a manifest)."""
     import subprocess
 
     script = tmp_path / "unguarded.py"
@@ -256,6 +258,10 @@ def test_unguarded_script_names_the_main_guard(tmp_path):
     assert "RuntimeError: generate was called while a worker process" in r.stderr
     assert "`if __name__ == '__main__':`" in r.stderr
     assert "being written by another generate run" not in r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("RuntimeError: a worker process of generate died"), last
+    assert "`if __name__ == '__main__':`" in last
+    assert not (tmp_path / "out" / "breastmnist").exists()
 
 
 def test_unknown_corruption_lists_valid_names_quoted(tmp_path):
