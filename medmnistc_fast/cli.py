@@ -407,8 +407,11 @@ def main(argv=None) -> int:
         _print_error(exc)
         return 2
     except RuntimeError as exc:
-        from .generate import DaskEnvironmentError  # already imported if it raised this
+        from .generate import DaskEnvironmentError, WorkerDiedError  # imported if it raised
 
+        if isinstance(exc, WorkerDiedError):
+            _print_error(exc)
+            return 1
         if not isinstance(exc, DaskEnvironmentError):
             raise
         _print_error(exc)

@@ -133,13 +133,19 @@ from .corruptions.pathology import suite_for_size
 __all__ = ["generate", "input_path", "output_dir", "load_images", "render_preview",
            "preview_cell", "folder_suite", "byte_environment", "DEFAULT_ROOT", "SPLITS", "FORMATS", "MANIFEST", "MAX_WORKERS",
            "DOWNLOAD_URL", "IMAGE_EXTENSIONS", "FILENAMES", "PATHOLOGY_AUTO",
-           "DaskEnvironmentError"]
+           "DaskEnvironmentError", "WorkerDiedError"]
 
 
 class DaskEnvironmentError(RuntimeError):
     """A Dask worker runs another medmnistc_fast or other library versions
     (:func:`byte_environment`) than the process running :func:`generate`: its outputs would mix
     bytes of different setups. The message lists each differing worker and value."""
+
+
+class WorkerDiedError(RuntimeError):
+    """A worker process of a :func:`generate` run with ``workers`` > 1 died: a script calling
+    ``generate`` without the ``__main__`` guard, or a worker killed by the operating system
+    (out of memory). Files finished before it stay complete, so a re-run resumes."""
 
 #: Default folder of the MedMNIST+ ``.npz`` files (the ``medmnist`` package's default).
 DEFAULT_ROOT = os.path.join("~", ".medmnist")
@@ -2039,11 +2045,11 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = S
         (:func:`byte_environment`) than this process: nothing is written when it is among the
         workers present at the start; a worker that joins later fails its first task (files
         finished before stay, complete, and a re-run resumes).
-    RuntimeError
-        A pool worker died (``workers`` > 1): a script that calls ``generate`` without the
-        ``__main__`` guard, or a worker killed by the operating system (out of memory). Files
-        finished before stay complete, and a dataset folder this call created in which nothing
-        finished is removed.
+    WorkerDiedError
+        (a RuntimeError) A pool worker died (``workers`` > 1): a script that calls
+        ``generate`` without the ``__main__`` guard, or a worker killed by the operating
+        system (out of memory). Files finished before stay complete, and a dataset folder
+        this call created in which nothing finished is removed.
     OSError
         Writing fails (a full disk, a read-only folder); an error that names no file (ENOSPC)
         names the output folder. Files finished before it stay complete, so a re-run resumes.
@@ -2220,7 +2226,7 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = S
         from concurrent.futures.process import BrokenProcessPool
 
         if isinstance(exc, BrokenProcessPool):
-            raise RuntimeError(
+            raise WorkerDiedError(
                 f"a worker process of generate died ({exc}). In a script, call generate under "
                 f"`if __name__ == '__main__':` (the workers re-run the script's top level, "
                 f"where an unguarded call raises RuntimeError); otherwise the operating "

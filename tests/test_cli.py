@@ -261,6 +261,19 @@ def test_out_of_memory_is_one_line(tmp_path, capsys, monkeypatch):
     assert "--chunk-size" in lines[0]
 
 
+def test_dead_worker_is_one_line(tmp_path, capsys, monkeypatch):
+    # A pool worker killed under a CLI run (out of memory, say) ended in a traceback.
+    import medmnistc_fast.generate as G
+
+    def worker_died(*args, **kwargs):
+        raise G.WorkerDiedError("a worker process of generate died (killed)")
+
+    monkeypatch.setattr(G, "generate", worker_died)
+    code, lines = _failing_run(capsys, tmp_path / "o")
+    assert code == 1
+    assert lines == ["medmnistc-fast: error: a worker process of generate died (killed)"]
+
+
 def test_empty_list_items_are_rejected(tmp_path):
     r = run_cli("generate", "--sample", "--dataset", "breastmnist", "--size", "28",
                 "--severities", "1,,3", "--out", str(tmp_path / "o"), "--quiet")
