@@ -801,6 +801,11 @@ class AugMedMNISTC:
         # Keyed mode needs a seed even when none is given: drawn once, travels to workers.
         self._key_seed = rng.fresh_seed() if self.seed is None else self.seed
         self._ranges = {c: param_range(self.dataset, c, self.levels) for c in names}
+        # The longest side every choice that can be drawn takes (JPEG: libjpeg's limit),
+        # checked on every image so that a larger one fails at once, not when JPEG is drawn.
+        limits = [(kind_of(self.dataset, c).max_side, c)
+                  for c, p in zip(self.choices, self.probabilities) if c != IDENTITY and p > 0]
+        self._max_side = min(((m, c) for m, c in limits if m is not None), default=None)
         self._ref_size = registry.REFERENCE_SIZES[self.dataset]
         self._names = frozenset(names)
         self._epoch_bases: dict = {}
@@ -985,6 +990,16 @@ class AugMedMNISTC:
 
     # -- application --------------------------------------------------------------------------
 
+    def _check_side(self, shape, name: str) -> None:
+        """ValueError naming ``name`` if an image of ``shape`` ((H, W, C) or (N, H, W, C)) has a
+        side longer than one of this transform's choices takes."""
+        if self._max_side is not None:
+            side, corruption = self._max_side
+            h, w = shape[-3], shape[-2]
+            if max(h, w) > side:
+                raise ValueError(f"{name}: {corruption}, one of this transform's choices, takes "
+                                 f"sides of at most {side:,} px, got {h} x {w}")
+
     def _apply_hwc(self, hwc: np.ndarray, ops, copy: bool = True) -> np.ndarray:
         """The ops applied to ``hwc`` (C-contiguous uint8 (H, W, C)); a new array unless no op
         changed the image and ``copy`` is False (the caller owns ``hwc``)."""
@@ -1105,8 +1120,9 @@ class AugMedMNISTC:
             float16, bfloat16, float32 or float64); a sparse or nested tensor; non-int
             index/epoch.
         ValueError
-            Bad shape or channel count, side < 8, PIL mode other than L/RGB, float values
-            outside [0, 1] or not finite, a tensor on the 'meta' device, index outside
+            Bad shape or channel count, side < 8, a side longer than a choice that can be
+            drawn takes (JPEG: 65,500 px, libjpeg's limit), PIL mode other than L/RGB, float
+            values outside [0, 1] or not finite, a tensor on the 'meta' device, index outside
             [0, 2**63), negative epoch, epoch without index.
         """
         if rest:  # torchvision v2's (image, target, ...) call: only the image is corrupted
@@ -1116,9 +1132,11 @@ class AugMedMNISTC:
             # The common training case, shortened: _to_array's PIL branch without the adapter,
             # _draw_apply_one, then _from_array's PIL branch (the array is private to the call).
             hwc = _read_pil(image, "image")
+            self._check_side(hwc.shape, "image")
             out = self._draw_apply_one(hwc, g)
             return digital.pil_from_buffer(np.ascontiguousarray(out), image.mode)
         hwc, ad = _to_array(image, "image", batched=False)
+        self._check_side(hwc.shape, "image")
         return _from_array(self._apply_hwc(hwc, self._draw_ops(g), not ad.owned), ad)
 
     def batch(self, images, *, start=None, epoch=None, num_threads=None):
@@ -1149,6 +1167,7 @@ class AugMedMNISTC:
             As in :meth:`__call__`; also for bad ``start`` or ``num_threads``.
         """
         nhwc, ad = _to_array(images, "images", batched=True)
+        self._check_side(nhwc.shape, "images")
         threads = get_num_threads() if num_threads is None else _check_threads(num_threads)
         n = nhwc.shape[0]
         if start is None:

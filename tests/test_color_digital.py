@@ -279,7 +279,18 @@ def test_jpeg_side_past_libjpegs_limit_is_a_value_error(shape):
         mf.corrupt_batch(img[None], "jpeg_compression", 1, dataset=dataset)
     aug = mf.AugMedMNISTC(dataset, corruptions=["jpeg_compression"], identity=False)
     with pytest.raises(ValueError, match=r"^image: jpeg_compression .*65,500 px"):
-        aug(img)
+        aug.apply(img, aug.draw())
+    # A transform that may draw JPEG refuses the image at once, whatever it draws this time
+    # (it failed only when JPEG came up); one that cannot draw JPEG takes it.
+    mixed = mf.AugMedMNISTC(dataset, corruptions=["jpeg_compression", "pixelate"],
+                            identity=False, weights={"jpeg_compression": 0.01, "pixelate": 1})
+    for call, name in ((lambda: mixed(img), "image"), (lambda: mixed.batch(img[None]), "images")):
+        with pytest.raises(ValueError, match=rf"^{name}: jpeg_compression, one of this "
+                                             r"transform's choices, .*65,500 px"):
+            call()
+    never = mf.AugMedMNISTC(dataset, corruptions=["jpeg_compression", "pixelate"],
+                            identity=False, weights={"jpeg_compression": 0, "pixelate": 1})
+    assert never(img).shape == img.shape
     assert (img == 7).all()
     edge = np.full((8, 65_500), 7, np.uint8)
     assert np.array_equal(mf.functional.jpeg_compression(edge, 50),
