@@ -93,7 +93,7 @@ from ._validation import (MIN_SIDE, _is_int, as_hwc, as_nhwc, check_corruption, 
                           scalar_of, to_float)
 from .api import MAX_INDEX, _check_threads, _run_chunks, get_num_threads
 from .corruptions import color, digital, kind_of, noise
-from .corruptions._spec import Context
+from .corruptions._spec import Context, check_max_side
 from .corruptions.artifacts import INK_SIDES
 
 __all__ = ["AugMedMNISTC", "AugmentedDataset", "EpochSampler", "Op", "param_range"]
@@ -647,20 +647,12 @@ def _make_runner(dataset: str, corruption: str, ref_size: int):
     def generic(hwc, param, key):
         return kernel(hwc, **sample(param, Context(hwc.shape, key, 1, ref_size)))
 
-    run = generic
     for direct, keyword, convert in _DIRECT_KWARG:
         if kind is direct:
-            run = lambda hwc, param, key: kernel(hwc, **{keyword: convert(param)})  # noqa: E731
-            break
+            return lambda hwc, param, key: kernel(hwc, **{keyword: convert(param)})
     if any(kind is k for k in _KEYED_NOISES):
-        run = lambda hwc, param, key: kernel(hwc, param=float(param), key=int(key))  # noqa: E731
-    if kind.max_side is None:
-        return run
-
-    def checked(hwc, param, key):  # JPEG: libjpeg's largest side
-        kind.check_side(hwc.shape, "image")
-        return run(hwc, param, key)
-    return checked
+        return lambda hwc, param, key: kernel(hwc, param=float(param), key=int(key))
+    return generic
 
 
 # ---------------------------------------------------------------------------------------------
@@ -801,11 +793,15 @@ class AugMedMNISTC:
         # Keyed mode needs a seed even when none is given: drawn once, travels to workers.
         self._key_seed = rng.fresh_seed() if self.seed is None else self.seed
         self._ranges = {c: param_range(self.dataset, c, self.levels) for c in names}
-        # The longest side every choice that can be drawn takes (JPEG: libjpeg's limit),
-        # checked on every image so that a larger one fails at once, not when JPEG is drawn.
-        limits = [(kind_of(self.dataset, c).max_side, c)
-                  for c, p in zip(self.choices, self.probabilities) if c != IDENTITY and p > 0]
-        self._max_side = min(((m, c) for m, c in limits if m is not None), default=None)
+        # Choices with a longest side (JPEG: libjpeg's limit), the kernels not checking it:
+        # __call__ and batch check the smallest limit of the choices they can draw on every
+        # image, so that a larger one fails at once rather than when JPEG comes up; apply
+        # checks its ops' limits.
+        self._side_limits = {c: kind_of(self.dataset, c).max_side for c in names
+                             if kind_of(self.dataset, c).max_side is not None}
+        self._max_side = min(((self._side_limits[c], c) for c, p in
+                              zip(self.choices, self.probabilities)
+                              if c in self._side_limits and p > 0), default=None)
         self._ref_size = registry.REFERENCE_SIZES[self.dataset]
         self._names = frozenset(names)
         self._epoch_bases: dict = {}
@@ -995,10 +991,7 @@ class AugMedMNISTC:
         side longer than one of this transform's choices takes."""
         if self._max_side is not None:
             side, corruption = self._max_side
-            h, w = shape[-3], shape[-2]
-            if max(h, w) > side:
-                raise ValueError(f"{name}: {corruption}, one of this transform's choices, takes "
-                                 f"sides of at most {side:,} px, got {h} x {w}")
+            check_max_side(side, shape, name, f"{corruption}, one of this transform's choices,")
 
     def _apply_hwc(self, hwc: np.ndarray, ops, copy: bool = True) -> np.ndarray:
         """The ops applied to ``hwc`` (C-contiguous uint8 (H, W, C)); a new array unless no op
@@ -1037,7 +1030,8 @@ class AugMedMNISTC:
         Raises
         ------
         TypeError, ValueError
-            Bad image (see :meth:`__call__`); ``ops`` not a sequence (a str, a single Op or
+            Bad image (see :meth:`__call__`; the side limit is that of the ops' corruptions:
+            JPEG 65,500 px); ``ops`` not a sequence (a str, a single Op or
             None: TypeError); an identity op other than ``("identity", None, 0)``
             (ValueError); an op that is not a triple (TypeError), whose
             corruption is not one of ``self.choices``, whose parameter is outside the
@@ -1052,6 +1046,9 @@ class AugMedMNISTC:
                             f"returns{hint}; got {ops!r}")
         ops = [self._check_op(op, i) for i, op in enumerate(ops)]
         hwc, ad = _to_array(image, "image", batched=False)
+        for op in ops:
+            check_max_side(self._side_limits.get(op.corruption), hwc.shape, "image",
+                           op.corruption)
         return _from_array(self._apply_hwc(hwc, ops, not ad.owned), ad)
 
     def _check_op(self, op, i: int) -> Op:

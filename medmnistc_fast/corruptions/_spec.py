@@ -105,13 +105,20 @@ class Kind:
     max_side: int | None = None
 
     def check_side(self, shape, name: str) -> None:
-        """ValueError naming ``name`` if an image of ``shape`` ((H, W, ...) or (N, H, W, ...))
+        """ValueError naming ``name`` if an image of ``shape`` ((H, W, C) or (N, H, W, C))
         has a side longer than :attr:`max_side`."""
-        if self.max_side is not None:
-            h, w = shape[-3], shape[-2]
-            if max(h, w) > self.max_side:
-                raise ValueError(f"{name}: {self.name} takes sides of at most "
-                                 f"{self.max_side:,} px, got {h} x {w}")
+        check_max_side(self.max_side, shape, name, self.name)
+
+
+def check_max_side(limit, shape, name: str, what: str) -> None:
+    """ValueError ``"{name}: {what} takes sides of at most {limit} px, got H x W"`` if an image
+    of ``shape`` ((H, W, C) or (N, H, W, C)) has a side longer than ``limit`` (None: no
+    limit)."""
+    if limit is not None:
+        h, w = shape[-3], shape[-2]
+        if max(h, w) > limit:
+            raise ValueError(f"{name}: {what} takes sides of at most {limit:,} px, "
+                             f"got {h} x {w}")
 
 
 def to_rgb(image: np.ndarray) -> np.ndarray:
