@@ -443,6 +443,20 @@ def _check_out_beside_folder(out, folder) -> None:
                          f"folder={os.fspath(folder)!r}")
 
 
+def _check_output_dir_beside_folder(out, folder, dataset: str, split: str) -> None:
+    """ValueError when the dataset's output folder ``{out}/{flag}`` is ``folder``
+    (--from-folder) itself (``--out DIR --from-folder DIR/pathology96``): the outputs would be
+    written beside the class folders, and every later run would list them as skipped entries
+    of the image folder."""
+    target = output_dir(out, dataset, split)
+    if os.path.realpath(target) == os.path.realpath(check_folder(folder, "folder")):
+        raise ValueError(f"out must not be the folder that holds folder (--from-folder) under "
+                         f"the output folder's name: the {dataset} outputs go to {target}, "
+                         f"which is the image folder itself, beside its class folders; got "
+                         f"out={os.fspath(out)!r} and folder={os.fspath(folder)!r}; pass "
+                         f"another out")
+
+
 #: Most worker processes a local run starts (as :data:`medmnistc_fast.api.MAX_THREADS` for
 #: threads): far above any machine's core count, low enough that a typo is refused.
 MAX_WORKERS = 1024
@@ -2019,7 +2033,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = S
     ValueError
         Unknown dataset, corruption or severity; an empty (``''``) ``out``, ``root``,
         ``folder`` or ``scheduler``; more than one input; ``out`` the same folder as
-        ``folder``, or a new folder inside it; ``seed`` negative, ``sample_n`` or
+        ``folder``, a new folder inside it, or the folder holding ``folder`` under the
+        output folder's name (``{out}/{flag}`` would be ``folder``); ``seed`` negative, ``sample_n`` or
         ``chunk_size`` below 1, ``chunk_size`` over 1 GiB of images, ``size`` below 8 (above
         4096 for the sample) or given with
         ``folder`` / ``images``, ``workers`` outside 1..1024 or given with ``scheduler``;
@@ -2135,6 +2150,7 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = S
     # 1. Check every input and every output folder before writing anything.
     if folder is not None:
         inputs = [_open_folder_input(datasets[0], split, folder, progress)]
+        _check_output_dir_beside_folder(out, folder, inputs[0].dataset, split)
     elif single:
         inputs = [_open_array_input(datasets[0], split, images, labels)]
     else:

@@ -279,6 +279,29 @@ def test_out_in_a_new_folder_inside_the_image_folder_is_refused(tmp_path):
     assert res[0]["skipped"] == ["pixelate"]
 
 
+def test_out_whose_output_folder_is_the_image_folder_is_refused(tmp_path, capsys):
+    """--out DIR --from-folder DIR/{suite} made {suite}'s output folder the image folder
+    itself: the outputs were written beside the class folders, and every later run listed
+    them as skipped entries. Refused before anything is written, for the suite named and for
+    the folder's own size choice ('pathology'); another split's folder is another name."""
+    src = tmp_path / SUITE
+    for label, cls in enumerate(CLASSES):
+        (src / cls).mkdir(parents=True)
+        save(tiles()[label], src / cls / "a.png")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    for key in (SUITE, "pathology"):
+        with pytest.raises(ValueError, match=r"out must not be the folder that holds folder "
+                                             r"\(--from-folder\) under the output folder's name"):
+            generate(key, tmp_path, folder=src, workers=1, corruptions="pixelate")
+        assert main(["generate", "--dataset", key, "--from-folder", str(src), "--out",
+                     str(tmp_path), "--workers", "1", "--quiet"]) == 2
+        assert "error: --out must not be the folder that holds folder" in capsys.readouterr().err
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    res = generate(SUITE, tmp_path, folder=src, workers=1, corruptions="pixelate", split="val")
+    assert res[0]["written"] == ["pixelate"]
+    assert sorted(p.name for p in src.iterdir()) == sorted(CLASSES)
+
+
 @pytest.mark.parametrize("folder", [None, 3, b"in"])
 def test_folder_suite_rejects_non_paths(folder):
     with pytest.raises(TypeError, match="folder must be a str or os.PathLike folder path"):
