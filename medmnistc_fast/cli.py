@@ -33,13 +33,14 @@ __all__ = ["main"]
 _PROG = "medmnistc-fast"
 
 
-def _int_at_least(minimum: int, what: str):
-    """An argparse type: an int >= ``minimum``, with a message naming ``what`` is expected."""
+def _int_at_least(minimum: int, what: str, maximum: int | None = None):
+    """An argparse type: an int >= ``minimum`` (and <= ``maximum`` when given), with a message
+    naming ``what`` is expected."""
     def parse(text: str) -> int:
         from ._validation import parse_decimal
 
         v = parse_decimal(text)  # int() alone took "1_0" as 10 and "\u0663" as 3
-        if v is None or v < minimum:
+        if v is None or v < minimum or (maximum is not None and v > maximum):
             raise argparse.ArgumentTypeError(f"expected {what}; got {text!r}")
         return v
 
@@ -78,6 +79,7 @@ def _add_source(p: argparse.ArgumentParser, folder: bool = False) -> None:
 
 def _build_parser() -> argparse.ArgumentParser:
     from ._version import __version__
+    from .generate import MAX_WORKERS
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-q", "--quiet", action="store_true",
@@ -111,9 +113,11 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="comma-separated subset of levels 1..5 (default all five)")
     g.add_argument("--seed", type=_nonneg_int, default=0, help="random seed (default 0)")
     par = g.add_mutually_exclusive_group()
-    par.add_argument("--workers", type=_positive_int, default=None, metavar="N",
-                     help="worker processes on this machine, 1..1024 (default: available "
-                          "CPUs)")
+    par.add_argument("--workers", type=_int_at_least(1, f"an integer in 1..{MAX_WORKERS}",
+                                                     MAX_WORKERS),
+                     default=None, metavar="N",
+                     help=f"worker processes on this machine, 1..{MAX_WORKERS} (default: "
+                          f"available CPUs)")
     par.add_argument("--scheduler", metavar="ADDRESS", default=None,
                      help="run on a Dask distributed cluster: scheduler address "
                           "(tcp://host:8786) or scheduler file (.json)")

@@ -359,12 +359,15 @@ def test_missing_file_message_and_no_traceback(tmp_path):
     (["generate", "--dataset", "octmnist", "--sample", "--root", "r", "--out", "x"],
      r"generate: error: argument --root: not allowed with argument --sample$"),
     (["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--workers", "0"],
-     r"generate: error: argument --workers: expected a positive integer; got '0'$"),
+     r"generate: error: argument --workers: expected an integer in 1\.\.1024; got '0'$"),
+    # the upper bound too, in the same words (it used to pass argparse and fail later)
+    (["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--workers", "1025"],
+     r"generate: error: argument --workers: expected an integer in 1\.\.1024; got '1025'$"),
     # decimal ASCII digits only: int() read "1_0" as 10 and Arabic-Indic three as 3
     (["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--seed", "1_0"],
      r"generate: error: argument --seed: expected an integer >= 0; got '1_0'$"),
     (["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--workers", "\u0663"],
-     r"generate: error: argument --workers: expected a positive integer; got '\u0663'$"),
+     r"generate: error: argument --workers: expected an integer in 1\.\.1024; got '\u0663'$"),
     # past Python's 4300-digit int-string limit: int()'s ValueError leaked out as argparse's
     # "invalid parse value" (the type function's name)
     (["generate", "--dataset", "octmnist", "--sample", "--out", "x", "--seed", "7" * 4301],
