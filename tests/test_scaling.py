@@ -146,3 +146,65 @@ def test_motion_taps_scaled_at_scale_one_are_the_reference_taps():
         got = blur.motion_taps_scaled(15.0, 8.0, angle, 1.0)
         want = blur.motion_taps(15.0, 8.0, angle)
         assert all(a is b for a, b in zip(got, want))
+
+
+def _numpy_scaling_operator(profile, scale):
+    """The scaling operator in NumPy array operations (the form it had before it moved into
+    one Numba function): the oracle of the bit-for-bit test below."""
+    h = (profile.shape[0] - 1) // 2
+    h_dst = max(0, math.ceil((h + 0.5) * scale - 0.5))
+    dst = np.arange(-h_dst, h_dst + 1)[:, None]
+    src = np.arange(-h, h + 1)[None, :]
+    m = np.clip(np.minimum((dst + 0.5) / scale, src + 0.5)
+                - np.maximum((dst - 0.5) / scale, src - 0.5), 0.0, None)
+
+    def variance(w):
+        c = (w.shape[0] - 1) // 2
+        x = np.arange(-c, c + 1, dtype=np.float64)
+        return float((w * x * x).sum() / w.sum())
+
+    moved = blur._product(m, profile)
+    shortfall = scale * scale * variance(profile) - variance(moved)
+    if shortfall <= 0.0:
+        return m
+    a = 0.5 * shortfall
+    op = (1.0 - 2.0 * a) * np.pad(m, ((1, 1), (0, 0)))
+    op[:-2] += a * m
+    op[2:] += a * m
+    return op
+
+
+def test_scaled_kernels_equal_their_numpy_formulation_bit_for_bit():
+    """The scaled kernels decide truncations in the filtered images, so the compiled form
+    must give the NumPy formulation's float32 bytes exactly (NumPy's sums are pairwise:
+    blur._pairwise_sum repeats that order), for the tables' parameters and random ones
+    (augmentation draws radius and sigma continuously), below and above scale 1."""
+    rng = np.random.default_rng(11)
+    draws = [(r, a, s) for r, a in DEFOCUS for s in SCALES]
+    draws += [(float(rng.uniform(0.3, 14)), float(rng.uniform(0.01, 3)),
+               float(rng.uniform(0.02, 2.5))) for _ in range(400)]
+    for radius, alias, scale in draws:
+        k = blur.defocus_kernel(radius, alias)
+        if scale == 1.0:
+            continue
+        k64 = k.astype(np.float64)
+        op = _numpy_scaling_operator(k64.sum(axis=1), scale)
+        want = blur._product(blur._product(op, k64), op.T)
+        want = (want * (float(k.sum(dtype=np.float64)) / want.sum())).astype(np.float32)
+        got = blur.scaled_defocus_kernel(radius, alias, scale)
+        assert got.tobytes() == want.tobytes(), (radius, alias, scale)
+    for size in range(1, 40, 2):
+        for sigma in (0.3, 0.8, float(rng.uniform(0.1, 5)), torchvision_sigma(size)):
+            for scale in SCALES + [float(rng.uniform(0.02, 2.5))]:
+                k64 = blur.gaussian_kernel1d(size, sigma).astype(np.float64)
+                want = blur._product(_numpy_scaling_operator(k64, scale), k64)
+                want = (want / want.sum()).astype(np.float32)
+                got = blur.scaled_gaussian_kernel1d(size, sigma, scale)
+                assert scale == 1.0 or got.tobytes() == want.tobytes(), (size, sigma, scale)
+
+
+def test_pairwise_sum_is_numpys_sum():
+    rng = np.random.default_rng(12)
+    for n in list(range(0, 300)) + [511, 512, 513, 1000, 1031, 4096, 5000]:
+        a = rng.standard_normal(n) * rng.choice([1e-9, 1.0, 1e9])
+        assert blur._pairwise_sum(a) == a.sum(), n
