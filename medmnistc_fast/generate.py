@@ -2034,12 +2034,12 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = S
         Unknown dataset, corruption or severity; an empty (``''``) ``out``, ``root``,
         ``folder`` or ``scheduler``; more than one input; ``out`` the same folder as
         ``folder``, a new folder inside it, or the folder holding ``folder`` under the
-        output folder's name (``{out}/{flag}`` would be ``folder``); ``seed`` negative, ``sample_n`` or
-        ``chunk_size`` below 1, ``chunk_size`` over 1 GiB of images, ``size`` below 8 (above
-        4096 for the sample) or given with
-        ``folder`` / ``images``, ``workers`` outside 1..1024 or given with ``scheduler``;
-        unknown ``split`` or ``fmt``; a damaged or malformed input (not a zip, missing arrays,
-        wrong dtype or shape, CRC error; for a folder, see ``folder``); outputs made with other
+        output folder's name (``{out}/{flag}`` would be ``folder``); ``seed`` negative,
+        ``sample_n`` or ``chunk_size`` below 1, ``chunk_size`` over 1 GiB of images, ``size``
+        below 8 (above 4096 for the sample) or given with ``folder`` / ``images``,
+        ``workers`` outside 1..1024 or given with ``scheduler``; unknown ``split`` or ``fmt``;
+        a damaged or malformed input (not a zip, missing arrays, wrong dtype or shape, CRC
+        error; for a folder, see ``folder``); outputs made with other
         parameters without ``overwrite``; ``workers`` > 1 from a script read from standard
         input; a ``scheduler`` file (``.json``) that holds no scheduler address (not JSON,
         or no str ``"address"``). Inputs are all checked before anything is written.

@@ -199,9 +199,10 @@ def _pairwise_sum(a):  # pragma: no cover - compiled
     """``a.sum()`` of a 1-D C-contiguous float64 array in NumPy's order, bit for bit: its
     pairwise summation (``pairwise_sum`` in ``numpy/_core/src/umath/loops_utils.h.src``: below
     8 terms a plain loop, up to 128 eight interleaved partial sums, above that the sum of two
-    halves, the first rounded down to a multiple of 8), added to 0.0 (checked against NumPy 2.4
-    on 26,000 arrays of 1-3,000 terms). The halving runs on an explicit stack: Numba's cache
-    cannot load recursive functions."""
+    halves, the first rounded down to a multiple of 8), added to 0.0; tests/test_scaling.py
+    holds it to ``ndarray.sum`` on 0-5,000 terms. The halving runs on an explicit stack:
+    Numba's cache could not load the recursive form (a segmentation fault in the next
+    process)."""
     los = np.empty(64, np.int64)  # a range halves at most 58 times below 2**63
     ns = np.empty(64, np.int64)
     stage = np.zeros(64, np.int64)  # 1: first half pending, 2: second half pending
