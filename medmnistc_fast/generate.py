@@ -420,22 +420,39 @@ def _check_not_bootstrapping() -> None:
                            "(or pass workers=1)")
 
 
+def _same_folder(a: str, b: str) -> bool:
+    """Whether the paths ``a`` and ``b`` name one folder: the same path once symbolic links
+    are resolved, or, both existing, the same file-system object (``os.path.samefile``:
+    device and inode). Resolved paths alone missed a bind mount of the folder and, on a
+    case-insensitive file system (macOS, Windows), another spelling of its name."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (or cannot be read): not the same folder
+        return False
+
+
 def _check_out_beside_folder(out, folder) -> None:
     """ValueError unless ``out`` leaves ``folder`` (--from-folder) as the run found it: ``out``
     the folder itself, or inside it under a sub-folder the run would create
     (``--from-folder DIR --out DIR/results``), adds a sub-folder without images beside the
     class folders; the next run (a resume) scans it as one more class and stops at "class
-    folder ... holds no images". (Inside an existing class folder is a skipped entry.)"""
+    folder ... holds no images". (Inside an existing class folder is a skipped entry.) Each
+    folder on the way up from ``out`` is compared with ``folder`` by :func:`_same_folder`."""
     real_out = os.path.realpath(check_folder(out, "out"))
     real_folder = os.path.realpath(check_folder(folder, "folder"))
-    if real_out == real_folder:
+    p, top = real_out, None  # top: the folder below p on the way to out
+    while not _same_folder(p, real_folder):
+        parent = os.path.dirname(p)
+        if parent == p:
+            return  # out is not inside folder
+        p, top = parent, p
+    if top is None:
         raise ValueError(f"out must be another folder than folder (--from-folder), whose "
                          f"sub-folders are the classes: the outputs written there would be "
                          f"read as a class by the next run; got out={os.fspath(out)!r} and "
                          f"folder={os.fspath(folder)!r}, the same folder")
-    if os.path.commonpath([real_out, real_folder]) != real_folder:
-        return
-    top = os.path.join(real_folder, os.path.relpath(real_out, real_folder).split(os.sep)[0])
     if not os.path.isdir(top):
         raise ValueError(f"out must not be a new folder inside folder (--from-folder), whose "
                          f"sub-folders are the classes: {top} would be read as a class "
@@ -447,9 +464,9 @@ def _check_output_dir_beside_folder(out, folder, dataset: str, split: str) -> No
     """ValueError when the dataset's output folder ``{out}/{flag}`` is ``folder``
     (--from-folder) itself (``--out DIR --from-folder DIR/pathology96``): the outputs would be
     written beside the class folders, and every later run would list them as skipped entries
-    of the image folder."""
+    of the image folder. Compared by :func:`_same_folder`."""
     target = output_dir(out, dataset, split)
-    if os.path.realpath(target) == os.path.realpath(check_folder(folder, "folder")):
+    if _same_folder(target, check_folder(folder, "folder")):
         raise ValueError(f"out must not be the folder that holds folder (--from-folder) under "
                          f"the output folder's name: the {dataset} outputs go to {target}, "
                          f"which is the image folder itself, beside its class folders; got "

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import struct
+import subprocess
 import zlib
 
 import numpy as np
@@ -300,6 +301,52 @@ def test_out_whose_output_folder_is_the_image_folder_is_refused(tmp_path, capsys
     res = generate(SUITE, tmp_path, folder=src, workers=1, corruptions="pixelate", split="val")
     assert res[0]["written"] == ["pixelate"]
     assert sorted(p.name for p in src.iterdir()) == sorted(CLASSES)
+
+
+@pytest.fixture
+def bind_mount():
+    """``bind(src, dst)``: mount ``src`` on ``dst`` (another path to the same folder, which
+    resolving symbolic links does not reveal); unmounted at the end. Skips where the test
+    cannot mount (not root, not Linux)."""
+    mounted = []
+
+    def bind(src, dst):
+        os.makedirs(dst)
+        try:
+            res = subprocess.run(["mount", "--bind", str(src), str(dst)], capture_output=True)
+        except OSError:
+            res = None
+        if res is None or res.returncode != 0:
+            pytest.skip("cannot bind-mount a folder here (needs root on Linux)")
+        mounted.append(dst)
+
+    yield bind
+    for dst in reversed(mounted):
+        subprocess.run(["umount", str(dst)], check=True)
+
+
+def test_out_reaching_the_image_folder_through_a_bind_mount_is_refused(tmp_path, bind_mount):
+    """A bind mount of the image folder is that folder under a path no symbolic link explains
+    (so is another spelling on a case-insensitive file system): comparing resolved paths let
+    all three layouts through, writing into the image folder. Refused before anything is
+    written; an existing class folder reached that way stays allowed, as directly."""
+    src = tmp_path / "images"
+    for label, cls in enumerate(CLASSES):
+        (src / cls).mkdir(parents=True)
+        save(tiles()[label], src / cls / "a.png")
+    bind_mount(src, tmp_path / "out" / SUITE)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    for out, match in ((tmp_path / "out", "out must not be the folder that holds folder"),
+                       (tmp_path / "out" / SUITE, "out must be another folder than folder"),
+                       (tmp_path / "out" / SUITE / "results",
+                        "out must not be a new folder inside folder")):
+        with pytest.raises(ValueError, match=match):
+            generate(SUITE, out, folder=src, workers=1, corruptions="pixelate")
+        assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    res = generate(SUITE, tmp_path / "out" / SUITE / CLASSES[0], folder=src, workers=1,
+                   corruptions="pixelate")
+    assert res[0]["written"] == ["pixelate"]
+    assert os.path.isfile(src / CLASSES[0] / SUITE / "pixelate.npz")
 
 
 @pytest.mark.parametrize("folder", [None, 3, b"in"])
