@@ -2166,8 +2166,11 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = S
 
     # 1. Check every input and every output folder before writing anything.
     if folder is not None:
+        if datasets[0] != PATHOLOGY_AUTO:  # before the folder is scanned
+            _check_output_dir_beside_folder(out, folder, datasets[0], split)
         inputs = [_open_folder_input(datasets[0], split, folder, progress)]
-        _check_output_dir_beside_folder(out, folder, inputs[0].dataset, split)
+        if datasets[0] == PATHOLOGY_AUTO:  # the suite is known once the images are read
+            _check_output_dir_beside_folder(out, folder, inputs[0].dataset, split)
     elif single:
         inputs = [_open_array_input(datasets[0], split, images, labels)]
     else:

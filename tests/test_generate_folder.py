@@ -301,6 +301,10 @@ def test_out_whose_output_folder_is_the_image_folder_is_refused(tmp_path, capsys
     res = generate(SUITE, tmp_path, folder=src, workers=1, corruptions="pixelate", split="val")
     assert res[0]["written"] == ["pixelate"]
     assert sorted(p.name for p in src.iterdir()) == sorted(CLASSES)
+    # a named suite is refused before the folder is read: a damaged image does not come first
+    (src / CLASSES[0] / "damaged.png").write_bytes(b"not a png")
+    with pytest.raises(ValueError, match=r"^out must not be the folder that holds folder"):
+        generate(SUITE, tmp_path, folder=src, workers=1, corruptions="pixelate")
 
 
 @pytest.fixture

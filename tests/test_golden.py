@@ -13,7 +13,7 @@ import pytest
 
 import medmnistc_fast as mf
 from medmnistc_fast import functional as F
-from tests.tolerances import MAX_ABS, MOTION_WITHIN1, RANDOM
+from tests.tolerances import MAX_ABS, MOTION_WITHIN1, RANDOM, manifest_form
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
 with open(os.path.join(GOLDEN, "MANIFEST.json")) as _f:
@@ -45,6 +45,8 @@ def test_manifest_covers_every_pair():
     expected = {f"{d}/{c}/{s}" for d in mf.DATASETS for c in mf.corruptions(d)
                 for s in range(1, 6)}
     assert set(MANIFEST["entries"]) == expected
+    # The files were made for the table this suite applies.
+    assert MANIFEST["tolerances_intended"] == manifest_form()
     # Each entry is checked the way the tolerance table says: sample by sample (motion blur at
     # its recorded angles) for the deterministic corruptions, in distribution for the rest.
     for key, entry in MANIFEST["entries"].items():

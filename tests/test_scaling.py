@@ -208,3 +208,22 @@ def test_pairwise_sum_is_numpys_sum():
     for n in list(range(0, 300)) + [511, 512, 513, 1000, 1031, 4096, 5000]:
         a = rng.standard_normal(n) * rng.choice([1e-9, 1.0, 1e9])
         assert blur._pairwise_sum(a) == a.sum(), n
+
+
+@pytest.mark.parametrize("bad", [0, -0.5, math.nan, math.inf])
+def test_scaled_kernels_refuse_bad_parameters(bad):
+    """scale 0 divided by zero, NaN went through, negative scales returned a kernel."""
+    for call, name in ((lambda v: blur.scaled_defocus_kernel(v, 0.1, 0.5), "radius"),
+                       (lambda v: blur.scaled_defocus_kernel(4.0, v, 0.5), "alias_sigma"),
+                       (lambda v: blur.scaled_defocus_kernel(4.0, 0.1, v), "scale"),
+                       (lambda v: blur.scaled_gaussian_kernel1d(3, v, 0.5), "sigma"),
+                       (lambda v: blur.scaled_gaussian_kernel1d(3, 0.8, v), "scale")):
+        with pytest.raises(ValueError, match=rf"^{name} must be > 0 and finite; got "):
+            call(bad)
+    with pytest.raises(TypeError, match=r"^scale must be a real number > 0 and finite; got '1'"):
+        blur.scaled_defocus_kernel(4.0, 0.1, "1")
+    for size in (0, 4, -3):
+        with pytest.raises(ValueError, match=r"^kernel_size must be an odd int >= 1; got "):
+            blur.scaled_gaussian_kernel1d(size, 0.8, 0.5)
+    with pytest.raises(TypeError, match=r"^kernel_size must be an int >= 1; got 3.0"):
+        blur.scaled_gaussian_kernel1d(3.0, 0.8, 0.5)

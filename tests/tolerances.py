@@ -23,3 +23,16 @@ MOTION_WITHIN1 = 0.99
 #: sample by sample.
 RANDOM = ("gaussian_noise", "speckle_noise", "impulse_noise", "shot_noise", "stain_deposit",
           "bubble", "characters")
+
+
+def manifest_form() -> dict:
+    """The table as tools/make_golden.py records it in tests/golden/MANIFEST.json
+    (``tolerances_intended``)."""
+    return {
+        "bit_exact": [c for c, m in MAX_ABS.items() if m == 0],
+        "max_abs_1": [c for c, m in MAX_ABS.items() if m == 1],
+        "motion_blur": (f"same angle: |diff| <= 1 on >= {MOTION_WITHIN1:.0%} of pixels, "
+                        f"<= {MAX_ABS['motion_blur']} everywhere"),
+        "distribution": list(RANDOM),
+        "source": "/work/shared/design.md section 3",
+    }

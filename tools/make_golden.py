@@ -60,6 +60,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "benchmarks"))
 from _common import require_reference  # noqa: E402
 
+# design.md section 3's tolerances, the table tests/test_golden.py uses (one copy).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.tolerances import manifest_form  # noqa: E402
+
 SIZE = 224
 FORMAT_VERSION = 1
 BASE_SEED = 20240625
@@ -759,16 +763,7 @@ def main(argv=None):
         },
         "array_naming": "arrays of entry record R live in R['file'] under the names in "
                         "R['arrays'][image] (pattern '{uid}__{image}__{what}')",
-        "tolerances_intended": {
-            "bit_exact": ["pixelate", "jpeg_compression", "brightness_up", "brightness_down",
-                          "contrast_up", "contrast_down", "gamma_corr_up", "gamma_corr_down",
-                          "black_corner"],
-            "max_abs_1": ["defocus_blur", "gaussian_blur", "zoom_blur", "saturate"],
-            "motion_blur": "same angle: |diff| <= 1 on >= 99% of pixels, <= 2 everywhere",
-            "distribution": ["gaussian_noise", "speckle_noise", "impulse_noise", "shot_noise",
-                             "stain_deposit", "bubble", "characters"],
-            "source": "/work/shared/design.md section 3",
-        },
+        "tolerances_intended": manifest_form(),
         "files": files,
         "records": uid_records,
         "entries": entry_map,

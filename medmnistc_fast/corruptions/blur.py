@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import _native
 from .._config import NJIT
+from .._validation import check_int, check_positive
 from ..rng import generator
 from ._spec import Kind
 
@@ -361,7 +362,15 @@ def scaled_defocus_kernel(radius: float, alias_sigma: float, scale: float) -> np
     -------
     ndarray, shape (n, n), n odd, float32, read-only
         Sum equal to :func:`defocus_kernel`'s (about 1.0-1.013).
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``radius``, ``alias_sigma`` or ``scale`` not a finite real number > 0.
     """
+    radius, alias_sigma = check_positive(radius, "radius"), check_positive(alias_sigma,
+                                                                           "alias_sigma")
+    scale = check_positive(scale, "scale")
     k = defocus_kernel(radius, alias_sigma)
     if scale == 1.0:
         return k
@@ -538,12 +547,25 @@ def scaled_gaussian_kernel1d(kernel_size: int, sigma: float, scale: float) -> np
     -------
     ndarray, shape (n,), n odd, float32, read-only
         Normalised to sum 1.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``kernel_size`` not an odd int >= 1; ``sigma`` or ``scale`` not a finite real
+        number > 0.
     """
+    try:
+        odd = check_int(kernel_size, "kernel_size", 1) % 2 == 1  # TypeError: not an int
+    except ValueError:
+        odd = False
+    if not odd:
+        raise ValueError(f"kernel_size must be an odd int >= 1; got {kernel_size!r}")
+    sigma, scale = check_positive(sigma, "sigma"), check_positive(scale, "scale")
     k = gaussian_kernel1d(kernel_size, sigma)
     if scale == 1.0:
         return k
     k64 = k.astype(np.float64)
-    out = _product(_scaling_operator(k64, float(scale)), k64)
+    out = _product(_scaling_operator(k64, scale), k64)
     out = (out / out.sum()).astype(np.float32)
     out.setflags(write=False)
     return out
