@@ -120,6 +120,7 @@ from ._fileio import tmp_name as _tmp_name
 from ._fileio import tmp_target as _tmp_target
 from ._fileio import write_text_atomic as _write_text_atomic
 from ._cpus import available_cpus
+from .sample import MAX_SIZE as SAMPLE_MAX_SIZE
 from .sample import SPLIT_IMAGES
 from ._version import __version__
 from ._validation import (_fmt_choices, as_hwc, check_dataset, check_folder, check_path,
@@ -2118,7 +2119,9 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = S
                              "images= input: the image size is read from the images")
     else:
         datasets = _resolve_datasets(dataset)
-        size = _check_int(224 if size is None else size, "size", 8)
+        # The sample's upper bound too, so that 7 and 5000 get the same range in the message.
+        size = _check_int(224 if size is None else size, "size", 8,
+                          SAMPLE_MAX_SIZE if sample else None)
     # The two pathology suites share their corruption names: check against either.
     wanted = _resolve_corruptions(
         ["pathology96" if d == PATHOLOGY_AUTO else d for d in datasets], corruptions)

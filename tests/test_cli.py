@@ -404,6 +404,13 @@ def test_missing_file_message_and_no_traceback(tmp_path):
      r"images \(0\.\.29\); got 30$"),
     # checks made by generate itself name the flag, not the Python parameter
     (["generate", "--dataset", "pathmnist", "--sample", "--size", "5", "--out", "x"],
+     r"^medmnistc-fast: error: --size must be an int in 8\.\.4096; got 5$"),
+    # both ends of the sample's range in the same words (7 said ">= 8", 5000 "in 8..4096")
+    (["generate", "--dataset", "pathmnist", "--sample", "--size", "5000", "--out", "x"],
+     r"^medmnistc-fast: error: --size must be an int in 8\.\.4096; got 5000$"),
+    # without --sample no upper bound applies here (a size without MedMNIST+ files names the
+    # missing file instead)
+    (["generate", "--dataset", "pathmnist", "--size", "5", "--out", "x"],
      r"^medmnistc-fast: error: --size must be an int >= 8; got 5$"),
     (["generate", "--dataset", "pathmnist", "--sample", "--severities", "0,6", "--out", "x"],
      r"^medmnistc-fast: error: --severities must hold ints in 1\.\.5; got 0$"),
