@@ -276,6 +276,9 @@ def check_positive(value, name: str, *, integer: bool = False, upper=None, inclu
     With ``lower``, the number must lie in ``[lower, upper]`` instead (``upper`` None: no upper
     bound), and every out-of-range value (0, negatives and NaN included) gets that one message.
     """
+    if type(value) is float and 0.0 < value < math.inf and not integer and lower is None \
+            and upper is None:
+        return value  # the common case, at once (augmentation checks kernel parameters per call)
     ok_type = _is_int(value) if integer else (
         isinstance(value, (numbers.Real, np.floating, np.integer)) and not isinstance(value, bool))
     kind = "an int" if integer else "a real number"

@@ -33,7 +33,7 @@ __all__ = ["main"]
 _PROG = "medmnistc-fast"
 
 
-def _int_at_least(minimum: int, what: str, maximum: int | None = None):
+def _int_type(minimum: int, what: str, maximum: int | None = None):
     """An argparse type: an int >= ``minimum`` (and <= ``maximum`` when given), with a message
     naming ``what`` is expected."""
     def parse(text: str) -> int:
@@ -47,8 +47,8 @@ def _int_at_least(minimum: int, what: str, maximum: int | None = None):
     return parse
 
 
-_positive_int = _int_at_least(1, "a positive integer")
-_nonneg_int = _int_at_least(0, "an integer >= 0")
+_positive_int = _int_type(1, "a positive integer")
+_nonneg_int = _int_type(0, "an integer >= 0")
 
 
 def _add_source(p: argparse.ArgumentParser, folder: bool = False) -> None:
@@ -113,8 +113,8 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="comma-separated subset of levels 1..5 (default all five)")
     g.add_argument("--seed", type=_nonneg_int, default=0, help="random seed (default 0)")
     par = g.add_mutually_exclusive_group()
-    par.add_argument("--workers", type=_int_at_least(1, f"an integer in 1..{MAX_WORKERS}",
-                                                     MAX_WORKERS),
+    par.add_argument("--workers", type=_int_type(1, f"an integer in 1..{MAX_WORKERS}",
+                                                 MAX_WORKERS),
                      default=None, metavar="N",
                      help=f"worker processes on this machine, 1..{MAX_WORKERS} (default: "
                           f"available CPUs)")

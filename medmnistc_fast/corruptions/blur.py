@@ -338,14 +338,6 @@ def _scaled_kernel2d(k, scale):  # pragma: no cover - compiled
     return (out * factor).astype(np.float32)
 
 
-def _positive(value, name: str) -> float:
-    """``check_positive(value, name)``, with the Python floats the registry and augmentation
-    pass accepted at once (every defocus draw of augmentation builds a kernel)."""
-    if type(value) is float and 0.0 < value < math.inf:
-        return value
-    return check_positive(value, name)
-
-
 @lru_cache(maxsize=256)
 def scaled_defocus_kernel(radius: float, alias_sigma: float, scale: float) -> np.ndarray:
     """:func:`defocus_kernel` at 224 px, carried to an image ``scale`` times as large.
@@ -376,8 +368,9 @@ def scaled_defocus_kernel(radius: float, alias_sigma: float, scale: float) -> np
     TypeError, ValueError
         ``radius``, ``alias_sigma`` or ``scale`` not a finite real number > 0.
     """
-    radius, alias_sigma = _positive(radius, "radius"), _positive(alias_sigma, "alias_sigma")
-    scale = _positive(scale, "scale")
+    radius = check_positive(radius, "radius")
+    alias_sigma = check_positive(alias_sigma, "alias_sigma")
+    scale = check_positive(scale, "scale")
     k = defocus_kernel(radius, alias_sigma)
     if scale == 1.0:
         return k
@@ -567,7 +560,7 @@ def scaled_gaussian_kernel1d(kernel_size: int, sigma: float, scale: float) -> np
         odd = False
     if not odd:
         raise ValueError(f"kernel_size must be an odd int >= 1; got {kernel_size!r}")
-    sigma, scale = _positive(sigma, "sigma"), _positive(scale, "scale")
+    sigma, scale = check_positive(sigma, "sigma"), check_positive(scale, "scale")
     k = gaussian_kernel1d(kernel_size, sigma)
     if scale == 1.0:
         return k
