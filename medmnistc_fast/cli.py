@@ -116,8 +116,9 @@ def _build_parser() -> argparse.ArgumentParser:
     par.add_argument("--workers", type=_int_type(1, f"an integer in 1..{MAX_WORKERS}",
                                                  MAX_WORKERS),
                      default=None, metavar="N",
-                     help=f"worker processes on this machine, 1..{MAX_WORKERS} (default: "
-                          f"available CPUs)")
+                     help=f"worker processes on this machine, 1..{MAX_WORKERS}, each running "
+                          f"one corruption thread (default: available CPUs; "
+                          f"MEDMNISTC_FAST_NUM_THREADS does not apply)")
     par.add_argument("--scheduler", metavar="ADDRESS", default=None,
                      help="run on a Dask distributed cluster: scheduler address "
                           "(tcp://host:8786) or scheduler file (.json)")

@@ -75,7 +75,8 @@ join during the run included (checked before each task they run).
 Parallelism and memory
 ----------------------
 Work is cut into tasks of ``chunk_size`` output rows. ``workers=1`` runs in-process;
-``workers=N`` uses a process pool (fork server or spawn; one corruption thread per worker) and
+``workers=N`` uses a process pool (fork server or spawn; one corruption thread per worker, so
+:func:`~medmnistc_fast.set_num_threads` and ``MEDMNISTC_FAST_NUM_THREADS`` do not apply) and
 ``scheduler=`` a Dask distributed cluster; at most about two tasks per worker are in flight.
 When a dataset has at least two stored ``.npz`` files to write per pool worker, each worker
 writes whole files (reading its input rows from the input file itself, corrupting chunk by
