@@ -450,8 +450,9 @@ def _check_weights(weights, choices: list) -> np.ndarray:
                             f"{', '.join(map(repr, choices))}); got {type(weights).__name__}")
         for name, value in weights.items():
             if name not in choices:
-                raise ValueError(f"weights has unknown choice {name!r}; valid choices: "
-                                 f"{', '.join(map(repr, choices))}")
+                why = ("identity=False leaves it out; " if name == "identity" else "")
+                raise ValueError(f"weights has unknown choice {name!r} ({why}valid choices: "
+                                 f"{', '.join(map(repr, choices))})")
             if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)):
                 raise TypeError(f"weights[{name!r}] must be a finite real number >= 0; "
                                 f"got {value!r} ({type(value).__name__})")

@@ -315,6 +315,8 @@ def test_read_only_and_non_contiguous_inputs_not_modified():
     (dict(dataset="pathmnist", corruptions="pixelate"), TypeError, "corruptions must be"),
     (dict(dataset="pathmnist", folds=["colour"]), ValueError, "valid folds"),
     (dict(dataset="pathmnist", weights={"bogus": 1}), ValueError, "valid choices"),
+    (dict(dataset="pathmnist", identity=False, weights={"identity": 2}), ValueError,
+     r"unknown choice .identity. \(identity=False leaves it out; valid choices"),
     (dict(dataset="pathmnist", weights={"identity": -1}), ValueError, ">= 0"),
     (dict(dataset="pathmnist", weights=[1, 2]), TypeError, "weights must be a mapping"),
     # a weight of the wrong type is a TypeError, like severity=True (it used to be ValueError)
