@@ -372,6 +372,8 @@ def _resolve_corruptions(datasets: list, corruptions) -> dict:
 def _resolve_severities(severities) -> tuple:
     if severities is None:
         return tuple(range(1, registry.N_SEVERITIES + 1))
+    if isinstance(severities, (int, np.integer)) and not isinstance(severities, (bool, np.bool_)):
+        severities = [severities]  # one level, as "3" is
     values = _as_list(severities, "severities")
     if not values:
         raise ValueError("severities must list at least one level in 1..5")
@@ -1997,7 +1999,7 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = S
         ``seed`` per split to draw them independently.
     corruptions : sequence of str or comma-separated str, optional
         Subset of each dataset's corruptions (default: all, in the registry's order).
-    severities : sequence of int in 1..5, or comma-separated str, optional
+    severities : int in 1..5, sequence of them, or comma-separated str, optional
         Subset of levels (default all five); sorted and de-duplicated; a file then holds
         ``len(severities) * N`` rows, level ``severities[k]`` in rows ``[k*N:(k+1)*N]``.
     seed : int >= 0

@@ -180,6 +180,19 @@ def test_zarr_round_trip(root, reference, tmp_path):
 
 
 # ---------------------------------------------------------------------------- subsets, splits
+def test_severities_forms():
+    # one level as an int (numpy ints too) means what the str "3" means; a bool is not a level
+    from medmnistc_fast.generate import _resolve_severities
+    assert _resolve_severities(3) == _resolve_severities("3") == (3,)
+    assert _resolve_severities(np.int64(5)) == (5,)
+    assert _resolve_severities([4, 2, 4]) == _resolve_severities("4,2,4") == (2, 4)
+    assert _resolve_severities(None) == (1, 2, 3, 4, 5)
+    with pytest.raises(TypeError, match="severities must be a sequence"):
+        _resolve_severities(True)
+    with pytest.raises(ValueError, match=r"severities must hold ints in 1\.\.5; got 6"):
+        _resolve_severities(6)
+
+
 def test_severity_subset_and_val_split(root, tmp_path):
     res = generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
                    corruptions=["contrast_down", "pixelate"], severities="4,2,4", split="val")
