@@ -694,6 +694,17 @@ def _open_array_input(dataset: str, split: str, images, labels) -> _Input:
 
 
 # ------------------------------------------------------------------------------ folder input
+def _refuse_broken_link(entry) -> None:
+    """ValueError for a symbolic link (a ``os.DirEntry``) whose target is missing (an unmounted
+    drive, a moved slide folder). Skipped as "not an image" with a warning, a class folder's
+    link dropped the class and shifted the labels of the classes after it; an image's link
+    dropped that row."""
+    if entry.is_symlink() and not os.path.exists(entry.path):
+        raise ValueError(f"{entry.path} is a broken symbolic link (its target "
+                         f"{os.readlink(entry.path)} does not exist): restore the target or "
+                         f"remove the link")
+
+
 def _scan_folder(folder, warn: bool = True) -> tuple:
     """``(root, classes, rel, labels)`` of an image folder; structure errors raise. With
     ``warn``, a UserWarning names the entries skipped (not images generate reads)."""
@@ -709,6 +720,7 @@ def _scan_folder(folder, warn: bool = True) -> tuple:
     for e in entries:
         if e.name.startswith("."):
             continue
+        _refuse_broken_link(e)  # a class folder, as likely as a README
         if e.is_dir():
             classes.append(e.name)
         elif e.name.lower().endswith(IMAGE_EXTENSIONS):
@@ -727,6 +739,9 @@ def _scan_folder(folder, warn: bool = True) -> tuple:
         d = os.path.join(root, c)
         with os.scandir(d) as it:
             visible = sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
+        for e in visible:
+            if e.name.lower().endswith(IMAGE_EXTENSIONS):
+                _refuse_broken_link(e)
         names = [e.name for e in visible
                  if e.name.lower().endswith(IMAGE_EXTENSIONS) and e.is_file()]
         skipped.extend(f"{c}/{e.name}" for e in visible if e.name not in names)
@@ -1975,7 +1990,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = S
         UserWarning naming them, and so are non-image files directly under ``folder`` (a
         README, a labels file). An image directly under ``folder`` (a class folder passed
         instead of its parent, or a misplaced image), an
-        empty class folder, an unreadable image, an image of more than 8 bits per channel
+        empty class folder, a broken symbolic link (directly under ``folder``, or named as an
+        image), an unreadable image, an image of more than 8 bits per channel
         (16-bit, 32-bit or float) or of another size than the first image (H, W >= 8) is an
         error, raised before anything is written. Images are decoded with Pillow (first frame
         of multi-page files; no EXIF rotation) and converted with ``.convert("RGB")`` for RGB

@@ -457,6 +457,17 @@ def _bad_cases():
         "truncated": ({"t/b.png": _truncated_png}, r"t/b\.png: cannot decode the image"),
         "tiny": ({"t/b.png": GOOD, "a/x.png": lambda p: Image.fromarray(good[0][:6]).save(p)},
                  r"a/x\.png is 6 x 96 px .*at least 8 x 8"),
+        # was skipped with a warning calling it "not an image generate reads": the set lost
+        # that row (and its label)
+        "broken_link": ({"t/b.png": GOOD,
+                         "t/c.png": lambda p: p.symlink_to(p.parent / "gone.png")},
+                        r"t/c\.png is a broken symbolic link \(its target .*t/gone\.png does "
+                        r"not exist\)"),
+        # a class folder's broken link was skipped the same way: class 'b' vanished and the
+        # labels of the classes after it shifted down by one
+        "broken_class_link": ({"t/b.png": GOOD, "b": lambda p: p.symlink_to(p.parent / "mnt")},
+                              r"in/b is a broken symbolic link \(its target .*/mnt does not "
+                              r"exist\)"),
     }
 
 
