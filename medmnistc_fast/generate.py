@@ -1028,6 +1028,35 @@ class _Task:
 
 #: In a pool worker, the pid of the process running ``generate`` (set by :func:`_init_worker`).
 _PARENT = None
+#: In a pool worker, the read end of a pipe whose only write end that process holds (set by
+#: :func:`_init_worker`; None outside pool workers).
+_PARENT_PIPE = None
+
+
+def _parent_gone() -> bool:
+    """In a pool worker, whether the process running ``generate`` is gone.
+
+    Its pipe (:data:`_PARENT_PIPE`) reads as end-of-file once it has exited, even killed with
+    SIGKILL and not yet reaped by whoever started it: ``os.kill(pid, 0)`` still finds such a
+    zombie, and workers lived on for as long as it stayed one (for ever under a caller that
+    reads the output to its end before waiting, as ``proc.kill(); proc.communicate()`` does:
+    the workers held the inherited pipes). The pid test remains for a pipe that a fork of
+    that process keeps open.
+    """
+    if _PARENT_PIPE is not None:
+        try:
+            if _PARENT_PIPE.poll():  # nothing is ever sent: readable means end-of-file
+                return True
+        except (OSError, EOFError):
+            return True
+    if _PARENT is not None:
+        try:
+            os.kill(_PARENT, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:  # EPERM: alive (or its pid reused by another user's process)
+            pass
+    return False
 
 
 def _check_parent() -> None:
@@ -1037,26 +1066,22 @@ def _check_parent() -> None:
     on for up to a second (:func:`_exit_with`) and picks up tasks already queued, and a re-run
     may by then have removed the temporary files; a file created after that stayed behind.
     """
-    if _PARENT is not None:
-        try:
-            os.kill(_PARENT, 0)
-        except ProcessLookupError:
-            raise RuntimeError(f"the process running generate is gone (pid {_PARENT}): "
-                               f"this worker starts no more tasks") from None
-        except OSError:  # EPERM: alive (or its pid reused by another user's process)
-            pass
+    if _parent_gone():
+        raise RuntimeError(f"the process running generate is gone (pid {_PARENT}): "
+                           f"this worker starts no more tasks")
 
 
-def _init_worker(parent: int | None = None) -> None:  # pragma: no cover - in workers
+def _init_worker(parent: int | None = None, pipe=None) -> None:  # pragma: no cover - in workers
     """Process-pool initializer: one thread per worker; Ctrl-C is the parent's to handle; the
     worker exits within a second of the process ``parent`` (the one running ``generate``)
     disappearing, even when it was killed with SIGKILL and could not shut the pool down
-    (workers are the fork server's children, so they would otherwise outlive it), and
-    creates no file once it is gone (:func:`_check_parent`)."""
-    global _PARENT
+    (workers are the fork server's children, so they would otherwise outlive it) and has not
+    been reaped yet, and creates no file once it is gone (:func:`_check_parent`). ``pipe``:
+    the read end of a pipe whose write end only ``parent`` holds (:func:`_parent_gone`)."""
+    global _PARENT, _PARENT_PIPE
     from .api import set_num_threads
 
-    _PARENT = parent
+    _PARENT, _PARENT_PIPE = parent, pipe
     set_num_threads(1)
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -1065,21 +1090,22 @@ def _init_worker(parent: int | None = None) -> None:  # pragma: no cover - in wo
     if parent is not None:
         import threading
 
-        threading.Thread(target=_exit_with, args=(parent,), daemon=True,
+        threading.Thread(target=_exit_with, daemon=True,
                          name="medmnistc_fast-parent-watch").start()
 
 
-def _exit_with(pid: int) -> None:  # pragma: no cover - runs in worker processes
+def _exit_with() -> None:  # pragma: no cover - runs in worker processes
     import time
 
-    while True:
-        time.sleep(1.0)
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            os._exit(1)
-        except OSError:  # EPERM: a process of another user has that pid: keep watching
-            pass
+    while not _parent_gone():
+        if _PARENT_PIPE is None:
+            time.sleep(1.0)
+        else:
+            try:
+                _PARENT_PIPE.poll(1.0)   # returns at once at end-of-file
+            except (OSError, EOFError):
+                pass
+    os._exit(1)
 
 
 def _warm_worker(calls) -> None:  # pragma: no cover - runs in worker processes
@@ -1232,8 +1258,12 @@ class _PoolRunner:
         ctx = mp.get_context(method)
         if method == "forkserver":
             ctx.set_forkserver_preload(["__main__", __name__])  # no effect once it runs
+        # Only this process holds the write end (os.pipe's descriptors are not inherited by
+        # the fork server or spawned workers); the workers get the read end (_parent_gone).
+        self._alive_r, self._alive_w = ctx.Pipe(duplex=False)
         self._ex = ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
-                                       initializer=_init_worker, initargs=(os.getpid(),))
+                                       initializer=_init_worker,
+                                       initargs=(os.getpid(), self._alive_r))
         self.capacity = 2 * workers + 1
         self.whole_files = workers
         self._starter = threading.Thread(target=self._start, args=(workers, tuple(warm)),
@@ -1272,6 +1302,8 @@ class _PoolRunner:
                 except (OSError, ValueError, AttributeError):
                     pass
         self._ex.shutdown(wait=True, cancel_futures=cancel)
+        self._alive_w.close()
+        self._alive_r.close()
 
 
 def _worker_environment() -> dict:  # also runs on Dask workers

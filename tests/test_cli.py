@@ -202,6 +202,44 @@ def test_killed_run_leaves_no_workers_and_resumes(gray_root, tmp_path, sig):
     assert tree(out) == tree(full)
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to list worker processes")
+def test_workers_exit_while_the_killed_parent_is_not_yet_reaped(gray_root, tmp_path):
+    """After kill -9 the parent stays a zombie until whoever started it waits for it, and
+    os.kill(pid, 0) still finds a zombie. Callers that read the output to its end before
+    waiting (``proc.kill(); proc.communicate()``, the cleanup the subprocess docs show) waited
+    for ever: the workers, believing their parent alive, kept the inherited pipes open (and
+    kept taking queued tasks). They must exit without the parent being reaped."""
+    args = ["generate", "--dataset", "chestmnist", "--root", str(gray_root), "--size", "64",
+            "--workers", "2", "--chunk-size", "20", "--seed", "5", "--quiet"]
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "medmnistc_fast.cli", *args, "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    below = []
+    try:
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline:
+            if (len(_descendants(proc.pid)) >= 3
+                    and (out / "chestmnist" / "manifest.json").exists()):
+                break
+            time.sleep(0.005)
+        assert proc.poll() is None, "the run finished before it could be interrupted"
+        below = _descendants(proc.pid)
+        os.kill(proc.pid, signal.SIGKILL)   # not reaped: proc.poll()/wait() would reap it
+        deadline = time.monotonic() + 20
+        while any(_alive(k) for k in below) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = [k for k in below if _alive(k)]
+        assert not left, "workers outlived their killed (unreaped) parent"
+        proc.communicate(timeout=30)   # every copy of the pipes closed: no wait for ever
+    finally:
+        for k in below:
+            if _alive(k):
+                os.kill(k, signal.SIGKILL)
+        proc.kill()
+        proc.communicate()
+    assert proc.returncode == -signal.SIGKILL
+
+
 def test_list_into_a_closed_pipe_is_quiet(capsys):
     # "No Broken pipe, no Traceback" alone also passes when the command does not run at all
     # (e.g. python -m finds nothing to execute): the reader must get the start of the listing

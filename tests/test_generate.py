@@ -1231,6 +1231,24 @@ def test_orphaned_worker_creates_no_file(root, tmp_path, monkeypatch):
             z["test_images"], mf.corrupt_batch(clean, "pixelate", 1, dataset=GRAY_DS, seed=0))
 
 
+def test_orphaned_worker_sees_its_unreaped_parent_gone(monkeypatch):
+    # A parent killed with SIGKILL and not yet reaped is a zombie, which os.kill(pid, 0) still
+    # finds: the pid test alone took it for alive. The closed write end of its pipe says it
+    # is gone (the whole-process check is tests/test_cli.py's unreaped-parent test).
+    import multiprocessing as mp
+
+    import medmnistc_fast.generate as gen
+
+    r, w = mp.Pipe(duplex=False)
+    monkeypatch.setattr(gen, "_PARENT", os.getpid())   # a pid that os.kill(pid, 0) finds
+    monkeypatch.setattr(gen, "_PARENT_PIPE", r)
+    gen._check_parent()                                # write end open: alive
+    w.close()
+    with pytest.raises(RuntimeError, match="process running generate is gone"):
+        gen._check_parent()
+    r.close()
+
+
 def test_outputs_written_meanwhile_by_another_run_are_not_replaced(root, tmp_path, monkeypatch):
     # generate checks every dataset's folder for outputs of other parameters up front, then
     # works through the datasets one by one. If another run (seed 6) wrote the second dataset's
