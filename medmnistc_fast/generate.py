@@ -959,8 +959,7 @@ def _decode_folder(inp: _Input, spool: str, runner, chunk: int, progress: bool) 
             while pending:
                 bar.update(pending.popleft().result())
     except BaseException:
-        for fut in pending:
-            fut.cancel()
+        runner.abandon(pending)
         raise
 
 
@@ -1233,6 +1232,9 @@ class _LocalRunner:
     def call(self, fn, *args):
         return _Done(fn, args)
 
+    def abandon(self, futures) -> None:
+        """Give up ``futures`` (an error or Ctrl-C): nothing to do, they compute on ``result()``."""
+
     def close(self, cancel=False):
         pass
 
@@ -1288,6 +1290,20 @@ class _PoolRunner:
 
     def call(self, fn, *args):
         return self._ex.submit(fn, *args)
+
+    def abandon(self, futures) -> None:
+        """Give up ``futures`` (an error or Ctrl-C; :meth:`close` with ``cancel=True`` follows).
+
+        Nothing is done to them here: ``close(cancel=True)`` has the executor cancel the queued
+        tasks. Cancelling them one by one left cancelled futures in the executor's table, and
+        when the pool broke next (close terminates the workers; ``kill -TERM`` of the process
+        group or the OOM killer ends them first), Python 3.10 and 3.11's
+        ``ProcessPoolExecutor`` stopped its manager thread with InvalidStateError (setting
+        BrokenProcessPool on a cancelled future) before it closed the call queue: the
+        interpreter's exit then waited for ever on the queue's feeder thread, blocked writing a
+        task's images into a pipe that no worker read (3 of about 40 interrupted runs of
+        ``generate --sample --workers 3 --compress`` hung so).
+        """
 
     def close(self, cancel=False):
         self._starter.join()
@@ -1406,6 +1422,11 @@ class _DaskRunner:
         if images and sum(a.nbytes for a in images) > _DASK_INLINE_BYTES:
             images = self.client.scatter(list(images), hash=False)
         return self.client.submit(_compute_checked, self._environment, task, *images, pure=False)
+
+    def abandon(self, futures) -> None:
+        """Give up ``futures`` (an error or Ctrl-C): the cluster drops their tasks."""
+        for fut in futures:
+            fut.cancel()
 
     def close(self, cancel=False):
         if self._own:
@@ -1879,8 +1900,7 @@ class _DatasetRun:
                     bar.update(job.rows)
                     bar.set_postfix_str(job.corruption, refresh=False)
         except BaseException:
-            for fut in pending:
-                fut.cancel()
+            runner.abandon(list(pending))
             for job, _ in pending.values():
                 _remove(job.tmp)
             raise
@@ -1970,8 +1990,7 @@ class _DatasetRun:
             while commits:
                 commits.popleft().result()
         except BaseException:
-            for _, _, fut in pending:
-                fut.cancel()
+            runner.abandon([fut for _, _, fut in pending])
             for job in opened:
                 self.abort_job(job)
             raise

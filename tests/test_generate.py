@@ -1249,6 +1249,44 @@ def test_orphaned_worker_sees_its_unreaped_parent_gone(monkeypatch):
     r.close()
 
 
+def test_abandoned_pool_lets_the_interpreter_exit(tmp_path):
+    # generate's error and Ctrl-C paths give up their futures through the runner, then close it
+    # with cancel=True. Cancelling pool futures one by one left cancelled futures in the
+    # executor's table; once the pool broke (here a worker killed, as `kill -TERM` of the
+    # process group does), Python 3.10/3.11's manager thread died with InvalidStateError before
+    # closing the call queue, and the interpreter's exit waited for ever on the queue's feeder,
+    # blocked writing a task larger than a pipe's buffer to a worker that was gone.
+    import subprocess
+    import textwrap
+
+    script = tmp_path / "abandon.py"
+    script.write_text(textwrap.dedent("""
+        import concurrent.futures, os, signal, time
+        import medmnistc_fast.generate as gen
+
+        if __name__ == "__main__":
+            runner = gen._PoolRunner(1)
+            busy = runner.call(time.sleep, 60)
+            big = [runner.call(len, bytes(8 << 20)) for _ in range(4)]
+            # busy runs; big[0] and big[1] fill the call queue (the feeder blocks writing
+            # big[0]); big[2] and big[3] wait in the executor's table
+            while not (busy.running() and big[0].running() and big[1].running()):
+                time.sleep(0.01)
+            (pid,) = runner._ex._processes
+            runner.abandon([busy] + big)
+            os.kill(pid, signal.SIGKILL)
+            concurrent.futures.wait([busy])   # the executor has seen the pool break
+            runner.close(cancel=True)
+            print("closed", flush=True)
+    """))
+    try:
+        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the process did not exit after the pool was abandoned and closed")
+    assert proc.returncode == 0 and proc.stdout == "closed\n", proc.stderr
+
+
 def test_outputs_written_meanwhile_by_another_run_are_not_replaced(root, tmp_path, monkeypatch):
     # generate checks every dataset's folder for outputs of other parameters up front, then
     # works through the datasets one by one. If another run (seed 6) wrote the second dataset's
