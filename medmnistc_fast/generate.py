@@ -1317,6 +1317,14 @@ class _PoolRunner:
                     proc.terminate()
                 except (OSError, ValueError, AttributeError):
                     pass
+            # A worker stopped while sending its result leaves part of a message in the result
+            # pipe: the executor's manager thread waited in recv() for the rest, and shutdown
+            # below for it, for ever. With this process's copy of the pipe's write end closed
+            # (the manager only reads), the dead workers' ends make an end-of-file: the recv
+            # fails and the executor treats the pool as broken and winds down.
+            writer = getattr(getattr(self._ex, "_result_queue", None), "_writer", None)
+            if writer is not None:
+                writer.close()
         self._ex.shutdown(wait=True, cancel_futures=cancel)
         self._alive_w.close()
         self._alive_r.close()

@@ -1268,9 +1268,10 @@ def test_abandoned_pool_lets_the_interpreter_exit(tmp_path):
             runner = gen._PoolRunner(1)
             busy = runner.call(time.sleep, 60)
             big = [runner.call(len, bytes(8 << 20)) for _ in range(4)]
-            # busy runs; big[0] and big[1] fill the call queue (the feeder blocks writing
-            # big[0]); big[2] and big[3] wait in the executor's table
-            while not (busy.running() and big[0].running() and big[1].running()):
+            # busy and big[0] are in the call queue (the pool's warm-up call may be too), so
+            # the feeder blocks writing a big task to the sleeping worker; big[2] and big[3]
+            # at least wait in the executor's table
+            while not (busy.running() and big[0].running()):
                 time.sleep(0.01)
             (pid,) = runner._ex._processes
             runner.abandon([busy] + big)
@@ -1284,6 +1285,51 @@ def test_abandoned_pool_lets_the_interpreter_exit(tmp_path):
                               timeout=60)
     except subprocess.TimeoutExpired:
         pytest.fail("the process did not exit after the pool was abandoned and closed")
+    assert proc.returncode == 0 and proc.stdout == "closed\n", proc.stderr
+
+
+def test_pool_closed_while_a_worker_sends_its_result_lets_the_interpreter_exit(tmp_path):
+    # close(cancel=True) terminates the workers. One stopped in the middle of sending its
+    # result (a chunk's images, megabytes) left part of a message in the result pipe; the
+    # executor's manager thread waited in recv() for the rest and shutdown(wait=True) for the
+    # manager, for ever (seen once in 18 Ctrl-C's of `generate --sample --workers 3
+    # --compress`). Here the worker writes half a message itself, then is terminated.
+    import subprocess
+    import textwrap
+
+    script = tmp_path / "half.py"
+    marker = tmp_path / "sent"
+    script.write_text(textwrap.dedent("""
+        import gc, multiprocessing.queues, os, struct, sys, time
+        import medmnistc_fast.generate as gen
+
+        def send_half(marker):
+            # the result queue is the worker's only SimpleQueue (the call queue is a Queue)
+            (queue,) = [o for o in gc.get_objects()
+                        if type(o) is multiprocessing.queues.SimpleQueue]
+            # a Connection message: a 4-byte big-endian length, then that many bytes
+            os.write(queue._writer.fileno(), struct.pack("!i", 1 << 20) + bytes(100))
+            open(marker, "w").close()
+            time.sleep(60)
+
+        if __name__ == "__main__":
+            runner = gen._PoolRunner(1)
+            fut = runner.call(send_half, sys.argv[1])
+            deadline = time.monotonic() + 30
+            while not os.path.exists(sys.argv[1]) and not fut.done():
+                if time.monotonic() > deadline:
+                    sys.exit("the task did not start")
+                time.sleep(0.01)
+            if fut.done():
+                sys.exit(f"the task failed: {fut.exception()!r}")
+            runner.close(cancel=True)
+            print("closed", flush=True)
+    """))
+    try:
+        proc = subprocess.run([sys.executable, str(script), str(marker)], capture_output=True,
+                              text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("close(cancel=True) did not return with a result half sent")
     assert proc.returncode == 0 and proc.stdout == "closed\n", proc.stderr
 
 
