@@ -13,6 +13,7 @@ import io
 import json
 import os
 import re
+import signal
 import stat
 from fractions import Fraction
 from itertools import combinations
@@ -1048,6 +1049,28 @@ _CEC_SHAPE = r"^p must have shape \(N, S \+ 1\) with N >= 1 images and S >= 1 se
 def test_cec_bad_input(p, kwargs, exc, match):
     with pytest.raises(exc, match=match):
         ev.corruption_error_of_confidence(p, **kwargs)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGALRM"), reason="needs SIGALRM")
+def test_cec_wide_input_is_not_quadratic_in_python():
+    """Many columns (severities stacked as rows, (S + 1, N), by mistake): the count ran over the
+    m (m - 1) / 2 column pairs in Python, 72 million here (minutes; about 15 for (6, 32768));
+    one pass per column takes well under a second. Row 0 strictly decreasing: no pair counts;
+    row 1 constant: every pair is a tie, an error."""
+    m = 12_000
+    p = np.stack([np.linspace(1.0, 0.0, m), np.full(m, 0.5)])
+
+    def too_slow(signum, frame):
+        raise TimeoutError("corruption_error_of_confidence took over 20 s on a (2, 12000) array")
+
+    previous = signal.signal(signal.SIGALRM, too_slow)
+    signal.alarm(20)
+    try:
+        per = ev.corruption_error_of_confidence(p, per_image=True)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    np.testing.assert_array_equal(per, [0.0, 1.0])
 
 
 @settings(deadline=None, max_examples=100)
