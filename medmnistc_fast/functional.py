@@ -244,8 +244,11 @@ def motion_blur(image, radius: float, sigma: float, angle: float) -> np.ndarray:
         raise TypeError(f"angle must be a finite real number of degrees; got {angle!r}")
     try:
         a = float(angle)
-    except OverflowError:  # an int beyond the float range
-        a = math.inf
+    except OverflowError:
+        # an int (or Fraction) beyond the float range: finite, so its exact residue modulo
+        # 360 with the sign of the angle, as math.fmod gives for huge floats below
+        r = abs(angle) % 360
+        a = float(r) if angle > 0 else -float(r)
     if not math.isfinite(a):
         raise ValueError(f"angle must be a finite real number of degrees; got {angle!r}")
     if not math.isfinite(math.pi * a):
