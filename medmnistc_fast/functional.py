@@ -371,6 +371,14 @@ def saturate(image, shift: float) -> np.ndarray:
 MAX_COORD = 2 ** 30
 
 
+def _holds_bool(values) -> bool:
+    """Whether a (nested) list or tuple holds a bool, which ``np.asarray`` would turn into an
+    int when ints sit beside it (``[True, 2]`` -> ``[1, 2]``). Arrays are judged by dtype."""
+    if isinstance(values, (bool, np.bool_)):
+        return True
+    return isinstance(values, (list, tuple)) and any(_holds_bool(v) for v in values)
+
+
 def _int_array(values, name: str, *, minimum=-MAX_COORD, maximum=MAX_COORD) -> np.ndarray:
     """A 1-D int64 array of ints in [minimum, maximum], checked before the cast (a uint64 or
     huge value must not wrap)."""
@@ -378,6 +386,8 @@ def _int_array(values, name: str, *, minimum=-MAX_COORD, maximum=MAX_COORD) -> n
         arr = np.asarray(values)
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be a sequence of ints; got {values!r}") from None
+    if _holds_bool(values):
+        raise TypeError(f"{name} must be a 1-D sequence of ints, not bools; got {values!r}")
     if arr.ndim == 1 and arr.size and arr.dtype == object and all(_is_int(v) for v in arr):
         # ints beyond the uint64 range make an object array: a value out of range, as 2**63
         # (uint64) is, not a wrong type
@@ -479,6 +489,8 @@ def characters(image, texts, x, y, colors, *, font_size: float = 6.3) -> np.ndar
         cols = np.asarray(colors)
     except (TypeError, ValueError):
         raise TypeError(f"colors must be (n, 3) ints in 0..255; got {colors!r}") from None
+    if _holds_bool(colors):
+        raise TypeError(f"colors must be (n, 3) ints in 0..255, not bools; got {colors!r}")
     if cols.shape == (0,):  # [] for no words, like x and y
         cols = np.zeros((0, 3), np.int64)
     if cols.size and not np.issubdtype(cols.dtype, np.integer):

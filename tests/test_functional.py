@@ -118,6 +118,12 @@ def test_argument_errors(call, match, rgb224):
     # float() used to accept these items silently
     (lambda x: F.zoom_blur(x, ["1.5"]), "zooms must be a sequence of real numbers"),
     (lambda x: F.zoom_blur(x, [True]), "zooms must be a sequence of real numbers"),
+    # np.asarray turned a bool beside ints into an int: [True, 2] was read as [1, 2]
+    (lambda x: F.stain_deposit(x, [True, 2], [3, 4], [0, 1]), "^x must be .* not bools"),
+    (lambda x: F.bubble(x, [1], (np.True_,), [3]), "^y must be .* not bools"),
+    (lambda x: F.characters(x, ["abc"], [1], [1], [[True, 2, 3]]), "^colors must be .* not bools"),
+    (lambda x: F.characters(x, ["abc"], [1], [1], ([0, 2, 3], (4, False, 6))),
+     "^colors must be .* not bools"),
 ])
 def test_wrong_types_are_type_errors(call, match, rgb224):
     """A wrong type is a TypeError naming the argument (a wrong value is a ValueError); found
