@@ -153,6 +153,24 @@ def _descendants(pid):
     return out
 
 
+def _start_generate_pool(args, out, **popen):
+    """``medmnistc-fast`` with ``args --out out`` in a subprocess, returned once its pool runs
+    (fork server, resource tracker and workers started) and the dataset's manifest exists, so
+    that a signal sent now interrupts a run with workers in it."""
+    proc = subprocess.Popen([sys.executable, "-m", "medmnistc_fast.cli", *args, "--out", str(out)],
+                            **popen)
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        if (len(_descendants(proc.pid)) >= 3
+                and (out / "chestmnist" / "manifest.json").exists()):
+            break
+        time.sleep(0.005)
+    if proc.poll() is not None:
+        proc.communicate()
+        raise AssertionError("the run finished before it could be interrupted")
+    return proc
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc to list worker processes")
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_killed_run_leaves_no_workers_and_resumes(gray_root, tmp_path, sig):
@@ -168,16 +186,8 @@ def test_killed_run_leaves_no_workers_and_resumes(gray_root, tmp_path, sig):
     # stderr to a file, not a pipe: after kill -9 the fork server and workers still hold it
     # until they notice, and reading a pipe to its end would wait for them.
     errfile = open(tmp_path / "stderr.txt", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "medmnistc_fast.cli", *args, "--out", str(out)],
-                            stdout=subprocess.DEVNULL, stderr=errfile)
+    proc = _start_generate_pool(args, out, stdout=subprocess.DEVNULL, stderr=errfile)
     try:
-        deadline = time.monotonic() + 120
-        while proc.poll() is None and time.monotonic() < deadline:
-            if (len(_descendants(proc.pid)) >= 3
-                    and (out / "chestmnist" / "manifest.json").exists()):
-                break
-            time.sleep(0.005)
-        assert proc.poll() is None, "the run finished before it could be interrupted"
         below = _descendants(proc.pid)
         proc.send_signal(sig)
         proc.wait(timeout=60)
@@ -212,17 +222,9 @@ def test_workers_exit_while_the_killed_parent_is_not_yet_reaped(gray_root, tmp_p
     args = ["generate", "--dataset", "chestmnist", "--root", str(gray_root), "--size", "64",
             "--workers", "2", "--chunk-size", "20", "--seed", "5", "--quiet"]
     out = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-m", "medmnistc_fast.cli", *args, "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = _start_generate_pool(args, out, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     below = []
     try:
-        deadline = time.monotonic() + 120
-        while proc.poll() is None and time.monotonic() < deadline:
-            if (len(_descendants(proc.pid)) >= 3
-                    and (out / "chestmnist" / "manifest.json").exists()):
-                break
-            time.sleep(0.005)
-        assert proc.poll() is None, "the run finished before it could be interrupted"
         below = _descendants(proc.pid)
         os.kill(proc.pid, signal.SIGKILL)   # not reaped: proc.poll()/wait() would reap it
         deadline = time.monotonic() + 20
