@@ -247,8 +247,8 @@ def motion_blur(image, radius: float, sigma: float, angle: float) -> np.ndarray:
     except OverflowError:
         # an int (or Fraction) beyond the float range: finite, so its exact residue modulo
         # 360 with the sign of the angle, as math.fmod gives for huge floats below
-        r = abs(angle) % 360
-        a = float(r) if angle > 0 else -float(r)
+        rem = abs(angle) % 360  # not r: that is the radius
+        a = float(rem) if angle > 0 else -float(rem)
     if not math.isfinite(a):
         raise ValueError(f"angle must be a finite real number of degrees; got {angle!r}")
     if not math.isfinite(math.pi * a):

@@ -202,6 +202,10 @@ def test_int_angle_beyond_the_float_range_is_its_residue_modulo_360(rgb224):
     x = rgb224[0][:40, :40]
     assert np.array_equal(F.motion_blur(x, 5, 2, 10 ** 400), F.motion_blur(x, 5, 2, 280))
     assert np.array_equal(F.motion_blur(x, 5, 2, -10 ** 400), F.motion_blur(x, 5, 2, -280))
+    # sigma 20 weighs every tap about alike, so the radius shows: the residue (280) once
+    # replaced the radius (5) there, a blur 57 times as long
+    assert np.array_equal(F.motion_blur(x, 5, 20, 10 ** 400), F.motion_blur(x, 5, 20, 280))
+    assert np.array_equal(F.motion_blur(x, 3, 20, 360 * 10 ** 400), F.motion_blur(x, 3, 20, 0))
 
 
 def test_ints_beyond_the_float_range_are_value_errors():
