@@ -124,7 +124,7 @@ from ._cpus import available_cpus
 from .sample import MAX_SIZE as SAMPLE_MAX_SIZE
 from .sample import SPLIT_IMAGES
 from ._version import __version__
-from ._validation import (_fmt_choices, as_hwc, check_dataset, check_folder, check_path,
+from ._validation import (_fmt_choices, _is_int, as_hwc, check_dataset, check_folder, check_path,
                           missing_extra, reject_masked)
 from ._validation import defined_elsewhere, parse_decimal, unknown_corruption_message
 from ._validation import check_int as _check_int
@@ -372,7 +372,7 @@ def _resolve_corruptions(datasets: list, corruptions) -> dict:
 def _resolve_severities(severities) -> tuple:
     if severities is None:
         return tuple(range(1, registry.N_SEVERITIES + 1))
-    if isinstance(severities, (int, np.integer)) and not isinstance(severities, (bool, np.bool_)):
+    if _is_int(severities):
         severities = [severities]  # one level, as "3" is
     values = _as_list(severities, "severities")
     if not values:
@@ -384,7 +384,7 @@ def _resolve_severities(severities) -> tuple:
             if v is None:
                 raise ValueError(f"severities must hold ints in 1..{registry.N_SEVERITIES}; "
                                  f"got {text!r}")
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        if not _is_int(v):
             raise TypeError(f"severities must hold ints in 1..{registry.N_SEVERITIES}; got "
                             f"{v!r} ({type(v).__name__})")
         if not 1 <= v <= registry.N_SEVERITIES:

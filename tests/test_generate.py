@@ -193,6 +193,35 @@ def test_severities_forms():
         _resolve_severities(6)
 
 
+def test_severities_take_what_the_package_calls_an_int():
+    # generate's own isinstance test took only int and NumPy ints, alone and as items, where
+    # CorruptedSet's severity= (datasets._check_severities) takes any numbers.Integral but bool
+    import numbers
+
+    from medmnistc_fast.datasets import _check_severities
+    from medmnistc_fast.generate import _resolve_severities
+
+    class Level:  # an int-like registered as numbers.Integral, as sympy's Integer is
+        def __init__(self, v):
+            self.v = v
+
+        def __index__(self):
+            return self.v
+
+        __int__ = __index__
+
+        def __le__(self, other):
+            return self.v <= other
+
+        def __ge__(self, other):
+            return self.v >= other
+
+    numbers.Integral.register(Level)
+    assert _check_severities(Level(4)) == (4,) and _check_severities([Level(2)]) == (2,)
+    assert _resolve_severities(Level(4)) == (4,)
+    assert _resolve_severities([Level(4), 2]) == (2, 4)
+
+
 def test_severity_subset_and_val_split(root, tmp_path):
     res = generate(GRAY_DS, tmp_path, root=root, size=SIZE, seed=SEED, workers=1,
                    corruptions=["contrast_down", "pixelate"], severities="4,2,4", split="val")
