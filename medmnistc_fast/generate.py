@@ -1061,9 +1061,10 @@ def _parent_gone() -> bool:
 def _check_parent() -> None:
     """In a pool worker, raise RuntimeError if the process running ``generate`` is gone.
 
-    Called before a worker creates a file: after ``kill -9`` of that process the worker lives
-    on for up to a second (:func:`_exit_with`) and picks up tasks already queued, and a re-run
-    may by then have removed the temporary files; a file created after that stayed behind.
+    Called before a worker creates a file: after ``kill -9`` of that process a worker may
+    still pick up a task already queued before :func:`_exit_with` ends it (at once through the
+    pipe; within a second through the pid check), and a re-run may by then have removed the
+    temporary files; a file created after that stayed behind.
     """
     if _parent_gone():
         raise RuntimeError(f"the process running generate is gone (pid {_PARENT}): "
@@ -1072,11 +1073,12 @@ def _check_parent() -> None:
 
 def _init_worker(parent: int | None = None, pipe=None) -> None:  # pragma: no cover - in workers
     """Process-pool initializer: one thread per worker; Ctrl-C is the parent's to handle; the
-    worker exits within a second of the process ``parent`` (the one running ``generate``)
-    disappearing, even when it was killed with SIGKILL and could not shut the pool down
-    (workers are the fork server's children, so they would otherwise outlive it) and has not
-    been reaped yet, and creates no file once it is gone (:func:`_check_parent`). ``pipe``:
-    the read end of a pipe whose write end only ``parent`` holds (:func:`_parent_gone`)."""
+    worker exits as soon as the process ``parent`` (the one running ``generate``) is gone, even
+    when it was killed with SIGKILL and could not shut the pool down (workers are the fork
+    server's children, so they would otherwise outlive it) and has not been reaped yet, and
+    creates no file once it is gone (:func:`_check_parent`). ``pipe``: the read end of a pipe
+    whose write end ``parent`` holds (:func:`_parent_gone`): its end-of-file is seen at once;
+    the pid check, within a second, covers a fork of ``parent`` keeping that end open."""
     global _PARENT, _PARENT_PIPE
     from .api import set_num_threads
 
@@ -1260,8 +1262,9 @@ class _PoolRunner:
         ctx = mp.get_context(method)
         if method == "forkserver":
             ctx.set_forkserver_preload(["__main__", __name__])  # no effect once it runs
-        # Only this process holds the write end (os.pipe's descriptors are not inherited by
-        # the fork server or spawned workers); the workers get the read end (_parent_gone).
+        # This process holds the write end (the fork server and spawned workers do not inherit
+        # it; a child this process forks later does, and the pid check covers that case); the
+        # workers get the read end (_parent_gone).
         self._alive_r, self._alive_w = ctx.Pipe(duplex=False)
         self._ex = ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
                                        initializer=_init_worker,
@@ -1312,7 +1315,7 @@ class _PoolRunner:
             # file can take minutes); what they were writing is a temporary file, removed here
             # or on the next run. ProcessPoolExecutor has no public way to do this before
             # Python 3.14 (terminate_workers), hence its process table.
-            for proc in list(getattr(self._ex, "_processes", {}).values()):
+            for proc in list((getattr(self._ex, "_processes", None) or {}).values()):
                 try:
                     proc.terminate()
                 except (OSError, ValueError, AttributeError):
