@@ -1318,6 +1318,13 @@ def corruption_error_of_confidence(p: Any, *, per_image: bool = False) -> Union[
     ValueError
         If ``p`` is not 2-D with at least one row and two columns, or contains NaN.
 
+    Warns
+    -----
+    UserWarning
+        If ``p`` has more columns than rows and more than 11 columns (over ten severities):
+        most likely the transposed ``(S + 1, N)`` layout, one row per severity, which gives a
+        meaningless value. The value is still returned.
+
     References
     ----------
     .. [3] Zhang et al., MICCAI 2022 (CEC). Unlike the released code, the input is not modified.
@@ -1333,6 +1340,10 @@ def corruption_error_of_confidence(p: Any, *, per_image: bool = False) -> Union[
     if arr.dtype.kind == "f" and np.isnan(arr).any():
         raise ValueError("p contains NaN")
     n, m = arr.shape
+    if m > max(n, 11):
+        warnings.warn(f"p has shape {arr.shape}: {m} columns (clean + {m - 1} severities) for "
+                      f"{n} images; CEC expects one row per image, (N, S + 1). Pass p.T if the "
+                      f"rows are the clean image and the severities", UserWarning, stacklevel=2)
     count = np.zeros(n, dtype=np.int64)
     # One pass per column a against all later columns, vectorised over images and b: m - 1
     # Python iterations, not the m (m - 1) / 2 pairs (a (6, 32768) array, the severities stacked

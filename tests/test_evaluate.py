@@ -1066,11 +1066,28 @@ def test_cec_wide_input_is_not_quadratic_in_python():
     previous = signal.signal(signal.SIGALRM, too_slow)
     signal.alarm(20)
     try:
-        per = ev.corruption_error_of_confidence(p, per_image=True)
+        with pytest.warns(UserWarning, match=r"p has shape \(2, 12000\): 12000 columns .* Pass p\.T"):
+            per = ev.corruption_error_of_confidence(p, per_image=True)
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
     np.testing.assert_array_equal(per, [0.0, 1.0])
+
+
+@pytest.mark.parametrize("shape, warns", [
+    ((6, 12), True),      # 12 columns, 6 rows: the transposed (S + 1, N) layout of 11 images
+    ((12, 12), False),    # as many images as columns
+    ((3, 11), False),     # ten severities for three images: possible, not flagged
+    ((3, 6), False),      # the usual five severities, few images
+    ((40, 6), False),
+])
+def test_cec_warns_on_a_transposed_layout(shape, warns):
+    p = np.random.default_rng(0).random(shape)
+    if warns:
+        with pytest.warns(UserWarning, match="CEC expects one row per image"):
+            ev.corruption_error_of_confidence(p)
+    else:
+        ev.corruption_error_of_confidence(p)  # filterwarnings = error: any warning fails
 
 
 @settings(deadline=None, max_examples=100)
