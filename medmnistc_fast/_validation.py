@@ -127,14 +127,15 @@ def check_nonneg_int(value, name: str, upper=None) -> int:
     return int(value)
 
 
-def check_int(value, name: str, lo: int, hi=None) -> int:
-    """Return ``value`` as an int in ``lo..hi`` (``hi`` None: no upper bound); bools, floats and
-    strings are a TypeError, values outside the range a ValueError, both naming ``name`` and the
-    range."""
-    allowed = f"an int >= {lo}" if hi is None else f"an int in {lo}..{hi}"
+def check_int(value, name: str, lo: int, hi=None, *, odd: bool = False) -> int:
+    """Return ``value`` as an int in ``lo..hi`` (``hi`` None: no upper bound), odd too with
+    ``odd`` (kernel sizes); bools, floats and strings are a TypeError, values outside the range
+    (or even) a ValueError, both naming ``name`` and the whole rule."""
+    kind = "an odd int" if odd else "an int"
+    allowed = f"{kind} >= {lo}" if hi is None else f"{kind} in {lo}..{hi}"
     if not _is_int(value):
         raise TypeError(f"{name} must be {allowed}; got {value!r} ({type(value).__name__})")
-    if int(value) < lo or (hi is not None and int(value) > hi):
+    if int(value) < lo or (hi is not None and int(value) > hi) or (odd and int(value) % 2 == 0):
         raise ValueError(f"{name} must be {allowed}; got {value!r}")
     return int(value)
 

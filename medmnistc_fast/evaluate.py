@@ -960,7 +960,7 @@ def evaluate_robustness(
             be[c] = float(np.float64(e_c) / base_errors[c])
             # mean of the per-severity differences: exactly 0 when no severity changes the
             # balanced accuracy (mean(err) - clean_err left ~1e-16 of rounding there)
-            drop = np.float64(np.mean([clean_ba - a for a in ba_c]))
+            drop = np.mean([clean_ba - a for a in ba_c])  # np.float64: / 0 gives inf, caught below
             rbe[c] = float(drop / (base_errors[c] - base_clean))
         if not (np.isfinite(be[c]) and np.isfinite(rbe[c])):
             raise ValueError(f"baseline errors for {c!r} are so close to 0 or to the baseline clean "

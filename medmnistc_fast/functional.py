@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._validation import _is_int, as_hwc, check_nonneg_int, check_positive, check_seed, to_float
+from ._validation import _is_int, as_hwc, check_int, check_nonneg_int, check_positive, check_seed, to_float
 from .corruptions import KINDS
 from .corruptions.pathology import hsv_shift, marking, pathology_bubble
 from .rng import key_from_seed
@@ -299,16 +299,7 @@ def zoom_blur(image, zooms) -> np.ndarray:
          "torchvision, ``transforms.functional.gaussian_blur`` (default sigma)."))
 def gaussian_blur(image, kernel_size: int, sigma: float | None = None) -> np.ndarray:
     """torchvision Gaussian blur (separable, float32 taps, reflect padding)."""
-    # one message for every condition (the range check and the odd check each named only theirs)
-    allowed = f"kernel_size must be an odd int in 1..{2 * MAX_RADIUS + 1}; got {kernel_size!r}"
-    try:
-        k = check_positive(kernel_size, "kernel_size", integer=True, upper=2 * MAX_RADIUS + 1)
-    except TypeError:
-        raise TypeError(f"{allowed} ({type(kernel_size).__name__})") from None
-    except ValueError:
-        k = 0
-    if k % 2 == 0:
-        raise ValueError(allowed)
+    k = check_int(kernel_size, "kernel_size", 1, 2 * MAX_RADIUS + 1, odd=True)
     s = 0.3 * ((k - 1) * 0.5 - 1) + 0.8 if sigma is None else _check_sigma(sigma, "sigma")
     return _run("gaussian_blur", image, kernel_size=k, sigma=s)
 

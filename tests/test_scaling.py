@@ -225,5 +225,5 @@ def test_scaled_kernels_refuse_bad_parameters(bad):
     for size in (0, 4, -3):
         with pytest.raises(ValueError, match=r"^kernel_size must be an odd int >= 1; got "):
             blur.scaled_gaussian_kernel1d(size, 0.8, 0.5)
-    with pytest.raises(TypeError, match=r"^kernel_size must be an int >= 1; got 3.0"):
+    with pytest.raises(TypeError, match=r"^kernel_size must be an odd int >= 1; got 3.0"):
         blur.scaled_gaussian_kernel1d(3.0, 0.8, 0.5)

@@ -554,12 +554,7 @@ def scaled_gaussian_kernel1d(kernel_size: int, sigma: float, scale: float) -> np
         ``kernel_size`` not an odd int >= 1; ``sigma`` or ``scale`` not a finite real
         number > 0.
     """
-    try:
-        odd = check_int(kernel_size, "kernel_size", 1) % 2 == 1  # TypeError: not an int
-    except ValueError:
-        odd = False
-    if not odd:
-        raise ValueError(f"kernel_size must be an odd int >= 1; got {kernel_size!r}")
+    check_int(kernel_size, "kernel_size", 1, odd=True)
     sigma, scale = check_positive(sigma, "sigma"), check_positive(scale, "scale")
     k = gaussian_kernel1d(kernel_size, sigma)
     if scale == 1.0:
