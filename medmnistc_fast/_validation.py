@@ -159,22 +159,43 @@ def check_seed(seed):
     return None if seed is None else check_nonneg_int(seed, "seed")
 
 
-def missing_extra(feature: str, module: str, extra: str) -> ImportError:
+def missing_extra(feature: str, module: str, extra: str,
+                  error: ImportError | None = None) -> ImportError:
     """ImportError for an optional dependency ``module`` that ``feature`` needs.
 
-    The packages to install are the requirements of this distribution's ``extra`` (from its
-    installed metadata, i.e. ``pyproject.toml``; ``module`` when that metadata is missing).
+    The packages to install are the requirements of this distribution's ``extra`` that apply to
+    this interpreter (from its installed metadata, i.e. ``pyproject.toml``, environment markers
+    such as ``python_version`` evaluated; ``module`` when that metadata is missing).
     medmnistc_fast is installed from a clone of its repository, not from a package index, so
     the message names the packages themselves and, for the clone, ``pip install '.[extra]'``.
+    ``error``, the ImportError that importing ``module`` raised, tells a missing module (a
+    ModuleNotFoundError in its chain) from an installed one that fails to import, such as
+    zarr 2.16 beside numcodecs 0.16: the message then says so and quotes the error.
     """
     try:
         reqs = importlib.metadata.requires("medmnistc_fast") or []
     except importlib.metadata.PackageNotFoundError:
         reqs = []
     marker = re.compile(rf"""extra\s*==\s*["']{re.escape(extra)}["']""")
-    pkgs = [r.split(";")[0].strip() for r in reqs if marker.search(r)] or [module]
-    return ImportError(f"{feature} needs {module}: pip install " + " ".join(f"'{p}'" for p in pkgs)
-                       + f" (or, in a clone of medmnistc_fast, pip install '.[{extra}]')")
+    reqs = [r for r in reqs if marker.search(r)]
+    try:
+        from packaging.requirements import Requirement  # a dependency of scikit-image
+    except ImportError:  # pragma: no cover - keep every requirement of the extra
+        pass
+    else:
+        reqs = [r for r in reqs if Requirement(r).marker.evaluate({"extra": extra})]
+    pkgs = [r.split(";")[0].strip() for r in reqs] or [module]
+    install = "pip install " + " ".join(f"'{p}'" for p in pkgs)
+    clone = f" (or, in a clone of medmnistc_fast, pip install '.[{extra}]')"
+    chain, missing = error, error is None
+    while chain is not None and not missing:
+        missing = isinstance(chain, ModuleNotFoundError)
+        chain = chain.__cause__ or chain.__context__
+    if missing:
+        return ImportError(f"{feature} needs {module}: {install}{clone}")
+    return ImportError(f"{feature} needs {module}, which is installed but fails to import "
+                       f"({type(error).__name__}: {error}); a version that works with the "
+                       f"installed packages: {install}{clone}")
 
 
 def check_path(value, name: str, kind: str = "") -> str:

@@ -85,8 +85,8 @@ def folder_name(dataset: str, split: str = "test") -> str:
 def _zarr():
     try:
         import zarr
-    except ImportError:
-        raise missing_extra("reading .zarr corrupted sets", "zarr", "zarr") from None
+    except ImportError as exc:
+        raise missing_extra("reading .zarr corrupted sets", "zarr", "zarr", exc) from None
     return zarr
 
 
@@ -690,8 +690,8 @@ class CorruptedSet:
 def _torch_dataset_base():
     try:
         from torch.utils.data import Dataset
-    except ImportError:
-        raise missing_extra("TorchCorruptedSet", "torch", "torch") from None
+    except ImportError as exc:
+        raise missing_extra("TorchCorruptedSet", "torch", "torch", exc) from None
     return Dataset
 
 

@@ -1397,8 +1397,9 @@ class _DaskRunner:
     def __init__(self, scheduler):
         try:
             from dask.distributed import Client
-        except ImportError:
-            raise missing_extra("scheduler= / --scheduler", "dask.distributed", "dask") from None
+        except ImportError as exc:
+            raise missing_extra("scheduler= / --scheduler", "dask.distributed", "dask",
+                                exc) from None
         if isinstance(scheduler, (str, os.PathLike)):
             scheduler = os.fspath(scheduler)
             if scheduler.endswith(".json") and os.path.isfile(scheduler):
@@ -2245,8 +2246,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = S
     if fmt == "zarr":
         try:
             import zarr  # noqa: F401
-        except ImportError:
-            raise missing_extra("fmt='zarr' / --format zarr", "zarr", "zarr") from None
+        except ImportError as exc:
+            raise missing_extra("fmt='zarr' / --format zarr", "zarr", "zarr", exc) from None
 
     # 1. Check every input and every output folder before writing anything.
     if folder is not None:

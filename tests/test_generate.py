@@ -789,10 +789,14 @@ def test_missing_root_folder_says_so(tmp_path):
 
 
 def _extra_requirements(extra):
-    """The requirements of a pyproject.toml extra, read with tomllib (Python 3.11+)."""
+    """The requirements of a pyproject.toml extra that apply to this interpreter, read with
+    tomllib (Python 3.11+), their environment markers evaluated by packaging and dropped."""
     tomllib = pytest.importorskip("tomllib")
+    from packaging.requirements import Requirement
     with open(os.path.join(os.path.dirname(__file__), "..", "pyproject.toml"), "rb") as f:
-        return tomllib.load(f)["project"]["optional-dependencies"][extra]
+        reqs = tomllib.load(f)["project"]["optional-dependencies"][extra]
+    return [r.split(";")[0].strip() for r in reqs
+            if Requirement(r).marker is None or Requirement(r).marker.evaluate()]
 
 
 @pytest.mark.parametrize("module, extra, call", [
@@ -835,6 +839,54 @@ def test_missing_optional_dependency_without_metadata(monkeypatch):
     assert str(missing_extra("TorchCorruptedSet", "torch", "torch")) == (
         "TorchCorruptedSet needs torch: pip install 'torch' (or, in a clone of medmnistc_fast, "
         "pip install '.[torch]')")
+
+
+def test_missing_extra_keeps_the_requirements_for_this_python(monkeypatch):
+    # an extra whose bound depends on the Python version (pyproject.toml's zarr) names only the
+    # entry for the running interpreter: no Python is below 3.0, every Python 3 is at least it
+    import importlib.metadata
+    from medmnistc_fast._validation import missing_extra
+    monkeypatch.setattr(importlib.metadata, "requires", lambda name: [
+        'numpy>=1.24', 'pkg>=1; python_version < "3.0" and extra == "x"',
+        'pkg>=2; python_version >= "3.0" and extra == "x"', 'other; extra == "y"'])
+    assert str(missing_extra("f", "pkg", "x")) == (
+        "f needs pkg: pip install 'pkg>=2' (or, in a clone of medmnistc_fast, "
+        "pip install '.[x]')")
+
+
+def test_installed_but_broken_optional_dependency_says_so(tmp_path, monkeypatch):
+    # zarr 2.16-2.18.6 beside numcodecs 0.16 is installed yet fails to import ("cannot import
+    # name 'cbuffer_sizes'"): the message must not claim zarr is missing, and quotes the error
+    pkg = tmp_path / "site" / "zarr"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(
+        "raise ImportError(\"cannot import name 'cbuffer_sizes' from 'numcodecs.blosc'\")\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.delitem(sys.modules, "zarr", raising=False)
+    with pytest.raises(ImportError) as ei:
+        generate("pathmnist", tmp_path / "out", sample=True, sample_n=1, size=SIZE, fmt="zarr",
+                 workers=1)
+    assert str(ei.value).startswith(
+        "fmt='zarr' / --format zarr needs zarr, which is installed but fails to import "
+        "(ImportError: cannot import name 'cbuffer_sizes' from 'numcodecs.blosc'); a version "
+        "that works with the installed packages: pip install ")
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_module_behind_another_import_error_is_missing():
+    # dask.distributed without the distributed package raises a plain ImportError from the
+    # ModuleNotFoundError: distributed is missing, not broken
+    from medmnistc_fast._validation import missing_extra
+    try:
+        try:
+            import medmnistc_fast_no_such_module  # noqa: F401
+        except ImportError as e:
+            raise ImportError("dask.distributed is not installed") from e
+    except ImportError as exc:
+        err = exc
+    msg = str(missing_extra("scheduler=", "dask.distributed", "dask", err))
+    assert msg.startswith("scheduler= needs dask.distributed: pip install ")
+    assert "fails to import" not in msg
 
 
 def test_corruption_of_no_selected_dataset_names_its_datasets(tmp_path):
