@@ -25,17 +25,45 @@ def _included(path: str) -> set:
         return set(re.findall(r'^\s*#\s*include\s+"([^"]+)"', f.read(), re.M))
 
 
-@pytest.mark.skipif(not os.path.exists(os.path.join(ROOT, "setup.py")),
-                    reason="needs the source tree (setup.py)")
-def test_sdist_holds_every_file_the_extension_build_reads(tmp_path):
+_BUILT = shutil.ignore_patterns("__pycache__", "*.so", "*.pyd")
+
+
+def _source_copy(tmp_path):
+    """A copy of the files a build starts from (the clone without tests and build products)."""
     src = tmp_path / "src"
     src.mkdir()
     for name in ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md"):
         if os.path.exists(os.path.join(ROOT, name)):  # a missing MANIFEST.in must fail below
             shutil.copy(os.path.join(ROOT, name), src / name)
     shutil.copytree(CSRC, src / "csrc")
-    shutil.copytree(os.path.join(ROOT, "medmnistc_fast"), src / "medmnistc_fast",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd"))
+    shutil.copytree(os.path.join(ROOT, "medmnistc_fast"), src / "medmnistc_fast", ignore=_BUILT)
+    return src
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(ROOT, "setup.py")),
+                    reason="needs the source tree (setup.py)")
+def test_wheel_python_part_holds_every_package_file_without_warnings(tmp_path):
+    # build_py lays out what the wheel carries besides the extension: every file of the package
+    # folder (modules, stubs, py.typed, the ink set in assets/), and setuptools must not warn
+    # that a folder of it is missing from the packages configuration (77+ says that "may become
+    # an error")
+    src = _source_copy(tmp_path)
+    run = subprocess.run([sys.executable, "setup.py", "build_py", "--build-lib", "lib"],
+                         cwd=src, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "absent from the `packages` configuration" not in run.stderr + run.stdout
+    pkg = src / "medmnistc_fast"
+    files = {p.relative_to(pkg).as_posix() for p in pkg.rglob("*") if p.is_file()}
+    built = {p.relative_to(src / "lib" / "medmnistc_fast").as_posix()
+             for p in (src / "lib" / "medmnistc_fast").rglob("*") if p.is_file()}
+    assert {"assets/inks.npz", "assets/NOTICE", "py.typed", "_native.pyi"} <= files
+    assert sorted(files - built) == []
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(ROOT, "setup.py")),
+                    reason="needs the source tree (setup.py)")
+def test_sdist_holds_every_file_the_extension_build_reads(tmp_path):
+    src = _source_copy(tmp_path)
     run = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "--dist-dir", "dist"],
                          cwd=src, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
