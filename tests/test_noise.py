@@ -235,3 +235,37 @@ def test_tiny_sigma_law_without_warnings(noise, sigma):
     v = np.arange(1, 255)
     assert np.all(law[v, v] + law[v, v - 1] == pytest.approx(1.0))
     assert law[0, 0] == 1.0
+
+
+def test_alias_sampler_accepts_only_strictly_below_the_threshold():
+    """csrc/noise.cpp's documented rule: element j's 24 low bits u accept its column col iff
+    u < threshold; at u == threshold the column's alias is drawn. Equality has probability
+    2**-24 per element, so random tables never met it (mutation check: <= in the portable loop,
+    which also samples the AVX-512 path's tail, passed the whole suite). Here every element reads
+    its own table row, whose thresholds are set to that element's u (then u + 1), so each
+    element sits on the boundary; the stream is computed from the documented SplitMix64 rule."""
+    from medmnistc_fast import _native
+
+    m64 = (1 << 64) - 1
+
+    def word(key, i):  # SplitMix64's finaliser of key + (i + 1) * gamma
+        z = (key + (i + 1) * 0x9E3779B97F4A7C15) & m64
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m64
+        return z ^ (z >> 31)
+
+    key, n = 0x0123456789ABCDEF, 37  # two 16-element AVX-512 steps and an odd 5-element tail
+    r32 = [word(key, j // 2) >> 32 if j % 2 == 0 else word(key, j // 2) & 0xFFFFFFFF
+           for j in range(n)]
+    col = np.array([r >> 24 for r in r32])
+    u24 = np.array([r & 0xFFFFFF for r in r32], np.uint32)
+    assert u24.max() < 2**24 - 1  # so that u + 1 is still a 24-bit threshold
+    image = np.arange(n, dtype=np.uint8).reshape(1, n, 1)  # element j reads table row j
+    alias = (np.arange(256, dtype=np.uint32) + 1) % 256  # column c's alias: c + 1
+    for delta, want in ((0, (col + 1) % 256), (1, col)):
+        table = np.zeros((256, 256), np.uint32)
+        table[:n] = ((u24 + np.uint32(delta))[:, None] << np.uint32(8)) | alias[None, :]
+        want = want.astype(np.uint8).reshape(image.shape)
+        for portable in (False, True):
+            got = _native.alias_sample(image, table, key, portable)
+            np.testing.assert_array_equal(got, want, err_msg=f"delta={delta} portable={portable}")
