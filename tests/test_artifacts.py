@@ -908,3 +908,17 @@ def test_public_call_equals_kernel_with_sampled_values(corruption):
         expected, _ = _run(corruption, dataset, severity, img, key)
         got = mf.corrupt(img, corruption, severity, dataset=dataset, seed=7, index=3)
         assert np.array_equal(got, expected)
+
+
+def test_bubble_count_and_radius_ranges_are_inclusive_from_7_and_3():
+    # reference Bubble.apply (spec/medmnistc.md): randint(7, max_n) bubbles, each radius
+    # randint(3, max_r), both ends included. The other bubble tests only bound the draws, so a
+    # minimum count of 8 passed them and the distribution tests (mutation check).
+    max_r, max_n = registry.TABLES["pathmnist"]["bubble"][0]  # (7, 15)
+    counts, radii = set(), set()
+    for key in _keys("pathmnist", "bubble", 1, 400):
+        v = A.bubble_sample((max_r, max_n), Context((224, 224, 3), int(key), 1))
+        counts.add(len(v["x"]))
+        radii.update(v["inner"].tolist())
+    assert counts == set(range(7, max_n + 1))
+    assert radii == set(range(3, max_r + 1))
