@@ -716,3 +716,22 @@ def test_moved_subset_file_with_stored_severities(tmp_path):
                      ((1.0, 3), TypeError), (3, TypeError)]:
         with pytest.raises(exc, match="stored_severities"):
             CorruptedSet.from_path(moved, stored_severities=bad)
+
+
+@pytest.mark.parametrize("how", HOWS)
+@pytest.mark.parametrize("levels", [[1, 3], [2, 4, 5], [1, 5]])
+def test_arrays_of_increasing_levels_with_gaps(tmp_path, how, levels):
+    """arrays() of a selection of stored levels in increasing order but not contiguous: only
+    those levels' rows (a slice from the first to the last selected level also took the levels
+    between them: len(arrays()) != len(set); mutation check, only [4, 2] and single levels
+    were tested)."""
+    images, labels = _data(True)
+    _write(tmp_path, "pathmnist", "pixelate", images, labels, how)
+    cs = CorruptedSet(tmp_path, "pathmnist", "pixelate", severity=levels)
+    imgs, labs = cs.arrays()
+    rows = np.concatenate([np.arange((s - 1) * N, s * N) for s in levels])
+    assert len(cs) == len(rows) == imgs.shape[0] == labs.shape[0]
+    np.testing.assert_array_equal(imgs, images[rows])
+    np.testing.assert_array_equal(labs, labels[rows])
+    # the severity tag written into each row (see _data)
+    assert imgs.reshape(len(rows), -1)[:, 0].tolist() == np.repeat(levels, N).tolist()
