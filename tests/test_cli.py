@@ -670,3 +670,29 @@ def test_ctrl_c_advises_resuming_only_generate(command, argv, advice, monkeypatc
     assert main(argv) == 130
     err = capsys.readouterr().err
     assert "interrupted" in err and ("resume" in err) == advice, err
+
+
+def test_preview_cells_equal_the_generate_rows_of_that_index_and_seed(tmp_path):
+    # --seed's help: "with --index, the cells equal the rows of that image in a generate
+    # output of the same seed". preview passing index 0 to render_preview instead of --index
+    # passed every test (mutation check): none compared a corrupted cell.
+    gen = tmp_path / "gen"
+    assert main(["generate", "--sample", "--dataset", "dermamnist", "--size", "28",
+                 "--corruptions", "gaussian_noise", "--seed", "5", "--out", str(gen),
+                 "--workers", "1", "-q"]) == 0
+    with np.load(gen / "dermamnist" / "gaussian_noise.npz", allow_pickle=False) as z:
+        rows = z["test_images"]
+    n = rows.shape[0] // 5
+    out = tmp_path / "grid.png"
+    assert main(["preview", "--sample", "--dataset", "dermamnist", "--size", "28", "--index",
+                 "2", "--seed", "5", "--corruptions", "gaussian_noise", "--out", str(out),
+                 "-q"]) == 0
+    with Image.open(out) as im:
+        arr = np.asarray(im)
+    cell = 28 * -(-96 // 28)
+    f = cell // 28
+    y0 = 20 + 4
+    for s in range(1, 6):
+        x0 = 120 + 4 + s * (cell + 4)
+        np.testing.assert_array_equal(arr[y0:y0 + cell:f, x0:x0 + cell:f],
+                                      rows[(s - 1) * n + 2], err_msg=f"severity {s}")
