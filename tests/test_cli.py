@@ -696,3 +696,20 @@ def test_preview_cells_equal_the_generate_rows_of_that_index_and_seed(tmp_path):
         x0 = 120 + 4 + s * (cell + 4)
         np.testing.assert_array_equal(arr[y0:y0 + cell:f, x0:x0 + cell:f],
                                       rows[(s - 1) * n + 2], err_msg=f"severity {s}")
+
+
+def test_generate_split_flag_selects_the_split(tmp_path):
+    # --split val writes {flag}_val/ with val_images / val_labels from the val split; the flag
+    # was not passed on to generate() without any test failing (mutation check).
+    assert main(["generate", "--sample", "--sample-n", "3", "--dataset", "breastmnist",
+                 "--size", "28", "--split", "val", "--out", str(tmp_path), "--workers", "1",
+                 "-q", "--corruptions", "pixelate", "--severities", "2"]) == 0
+    assert not (tmp_path / "breastmnist").exists()
+    d = sample_split("breastmnist", 28, 3)
+    with np.load(tmp_path / "breastmnist_val" / "pixelate.npz", allow_pickle=False) as z:
+        assert sorted(z.files) == ["val_images", "val_labels"]
+        np.testing.assert_array_equal(z["val_images"], mf.corrupt_batch(
+            d["val_images"], "pixelate", 2, dataset="breastmnist"))
+        np.testing.assert_array_equal(z["val_labels"], d["val_labels"])
+    with open(tmp_path / "breastmnist_val" / "manifest.json", encoding="utf-8") as f:
+        assert json.load(f)["split"] == "val"
