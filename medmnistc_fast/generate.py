@@ -1806,9 +1806,7 @@ class _DatasetRun:
         return [(self.inp.dataset, job.corruption, shape) for job in self.jobs]
 
     def labels_for(self, job) -> np.ndarray:
-        lab = self.inp.labels
-        reps = len(job.severities)
-        return np.tile(lab, reps) if lab.ndim == 1 else np.tile(lab, (reps, 1))
+        return np.tile(self.inp.labels, (len(job.severities), 1))  # labels are (N, L)
 
     def open_job(self, job) -> None:
         shape = (job.rows,) + self.inp.image_shape

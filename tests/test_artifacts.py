@@ -942,3 +942,18 @@ def test_stain_draws_every_mask_of_its_ink_set():
             assert v["ink_side"] == side
             seen.update(v["ink"].tolist())
         assert seen == set(range(10)), severity
+
+
+def test_stain_position_range_never_empty_from_8_to_4096_px():
+    # The top-left range [m, size - side - m] of stain_deposit's marks is never empty, so every
+    # mark lies inside the image with its margin on both sides: with s = min(H, W) / 224 the
+    # side is round(ink * s) and the margin round(10 * s), rounded half up (hand formula, not
+    # the module's helpers), and ink + 2 * 10 <= 62 of 224 reference pixels.
+    for size in range(8, 4097):
+        s = size / 224
+        margin = math.floor(10 * s + 0.5)
+        for ink in A.INK_SIDES.values():
+            side = max(1, math.floor(ink * s + 0.5))
+            lo, hi = A._stain_range(size, side, margin)
+            assert (lo, hi) == (margin, size - side - margin)
+            assert 0 <= lo <= hi and hi + side + margin <= size, (size, ink)
