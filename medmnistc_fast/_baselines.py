@@ -33,7 +33,8 @@ __all__ = [
     "TASKS",
 ]
 
-#: The four MedMNIST task strings handled by ``medmnistc_fast.evaluate``.
+#: The four MedMNIST task strings handled by ``medmnistc_fast.evaluate``: the values of
+#: ``medmnist.INFO[flag]["task"]`` (medmnist 3.0) over the 12 datasets, :data:`DATASET_TASKS`.
 TASKS: tuple[str, ...] = (
     "binary-class",
     "multi-class",

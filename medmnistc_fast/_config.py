@@ -30,6 +30,7 @@ def can_cache(func=_probe) -> bool:
     return True
 
 
+#: Whether the kernels are cached on disk (``cache=True``): :func:`can_cache` at import.
 CACHE = can_cache()
 if not CACHE:
     warnings.warn("medmnistc_fast: Numba has no writable cache location (the installed package "
@@ -37,4 +38,7 @@ if not CACHE:
                   "every process; set NUMBA_CACHE_DIR to a writable folder to cache them",
                   RuntimeWarning, stacklevel=2)
 
+#: Keyword arguments of every ``numba.njit`` kernel: no GIL (threads of corrupt_batch), cached
+#: when :data:`CACHE`, no fastmath (IEEE results, as the reference's NumPy arithmetic), no bounds
+#: checks (the public functions validate their inputs once).
 NJIT = dict(nogil=True, cache=CACHE, fastmath=False, boundscheck=False)

@@ -282,7 +282,7 @@ def corrupt(image, corruption, severity, *, dataset, seed=None, index=0) -> np.n
     Parameters
     ----------
     image : ndarray, shape (H, W), (H, W, 1) or (H, W, 3), uint8
-        H, W >= 8. Gray images (1 channel) follow the reference's dataset generation,
+        H, W >= 8 (and <= 65,500 for ``jpeg_compression``). Gray images (1 channel) follow the reference's dataset generation,
         L -> RGB -> corrupt -> L. Read-only and non-contiguous arrays are accepted; the input
         is never modified.
     corruption : str
@@ -310,7 +310,8 @@ def corrupt(image, corruption, severity, *, dataset, seed=None, index=0) -> np.n
     ValueError
         Bad shape, fewer than 8 pixels a side, 2 or 4+ channels, severity outside 1..5,
         negative seed, ``index`` outside [0, 2**63), unknown dataset or corruption (the
-        message lists the valid ones).
+        message lists the valid ones); for ``jpeg_compression``, a side longer than 65,500 px
+        (libjpeg's ``JPEG_MAX_DIMENSION``).
 
     References
     ----------

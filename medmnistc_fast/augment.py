@@ -1161,8 +1161,14 @@ class AugMedMNISTC:
 
         Raises
         ------
-        TypeError, ValueError
-            As in :meth:`__call__`; also for bad ``start`` or ``num_threads``.
+        TypeError
+            As in :meth:`__call__` (a PIL image included: batches are arrays or tensors);
+            ``start``, ``epoch`` or ``num_threads`` not an int.
+        ValueError
+            As in :meth:`__call__`; a 3-D ndarray that looks like one ``(H, W, C)`` image (C in
+            1, 3 and H, W >= 8: add a batch axis); ``start`` negative or
+            ``start + N - 1 >= 2**63``; ``epoch`` negative or given without ``start``;
+            ``num_threads`` outside 1..1024.
         """
         nhwc, ad = _to_array(images, "images", batched=True)
         self._check_side(nhwc.shape, "images")
@@ -1253,7 +1259,13 @@ class AugmentedDataset:
         self.epoch = check_nonneg_int(epoch, "epoch")
 
     def set_epoch(self, epoch: int) -> None:
-        """Set the epoch used for keys from now on (int >= 0).
+        """Set the epoch used for keys from now on.
+
+        Parameters
+        ----------
+        epoch : int >= 0
+            The ``epoch`` of the keyed draws ``augment(image, index=i, epoch=epoch)`` of the
+            items indexed by ``i`` alone.
 
         Raises
         ------
@@ -1335,8 +1347,13 @@ class EpochSampler:
         self.epoch = check_nonneg_int(epoch, "epoch")
 
     def set_epoch(self, epoch: int) -> None:
-        """Set the epoch paired with the indices from now on (int >= 0); also forwarded to the
-        wrapped sampler when it has ``set_epoch`` (``DistributedSampler``).
+        """Set the epoch paired with the indices from now on; also forwarded to the wrapped
+        sampler when it has ``set_epoch`` (``DistributedSampler``).
+
+        Parameters
+        ----------
+        epoch : int >= 0
+            Also a 0-d integer array or tensor.
 
         Raises
         ------

@@ -555,6 +555,12 @@ class CorruptedSet:
     def manifest(self):
         """The ``manifest.json`` beside the file as a dict, or None if there is none.
 
+        Returns
+        -------
+        dict or None
+            The parsed JSON (read on each access, not checked to be a ``generate``
+            manifest); None when the file's folder has no ``manifest.json``.
+
         Raises
         ------
         ValueError
@@ -600,7 +606,14 @@ class CorruptedSet:
         return other
 
     def per_severity(self) -> dict:
-        """``{level: CorruptedSet of that level}`` for the selected levels."""
+        """One view per selected level.
+
+        Returns
+        -------
+        dict of int to CorruptedSet
+            ``{level: self.select(level)}`` for each level of :attr:`severities`, in that
+            order; each view shares the file and has ``n_per_severity`` items.
+        """
         return {s: self.select(s) for s in self.severities}
 
     def _row(self, i) -> tuple:
@@ -619,7 +632,19 @@ class CorruptedSet:
         return block * self.n_per_severity + i % self.n_per_severity, s
 
     def severity_of(self, i: int) -> int:
-        """The level (1..5) of item ``i`` (negative ``i`` counts from the end).
+        """The level of item ``i``.
+
+        Parameters
+        ----------
+        i : int
+            Item index in ``-len(self)..len(self) - 1`` (negative counts from the end; a 0-d
+            integer array or tensor counts as an int).
+
+        Returns
+        -------
+        int
+            The level in 1..5, ``severities[i // n_per_severity]`` (after adding ``len(self)``
+            to a negative ``i``).
 
         Raises
         ------
@@ -657,8 +682,9 @@ class CorruptedSet:
 
         Returns
         -------
-        images : ndarray, shape (M, H, W[, 3]), uint8
-        labels : ndarray, shape (M, L) or (M,)
+        images : ndarray, shape (M,) + image_shape, uint8
+            ``(M, H, W)``, ``(M, H, W, 1)`` or ``(M, H, W, 3)``, as stored.
+        labels : ndarray, shape (M, L) or (M,), the file's dtype
             M = ``len(self)``. When the selection is a contiguous run of stored levels in
             increasing order and the file is an ``.npz``: read-only views, no copy (of the
             memory map for a stored member, nothing read yet; of the member decompressed once
@@ -677,7 +703,25 @@ class CorruptedSet:
                 np.concatenate([labels[b * n:(b + 1) * n] for b in blocks]))
 
     def torch(self, transform=None, target_transform=None) -> "TorchCorruptedSet":
-        """This set as a ``torch.utils.data.Dataset`` (see :class:`TorchCorruptedSet`)."""
+        """This set as a ``torch.utils.data.Dataset`` (see :class:`TorchCorruptedSet`).
+
+        Parameters
+        ----------
+        transform, target_transform : callable, optional
+            As in :class:`TorchCorruptedSet`.
+
+        Returns
+        -------
+        TorchCorruptedSet
+            Over this set's selected levels.
+
+        Raises
+        ------
+        TypeError
+            ``transform`` or ``target_transform`` neither callable nor None.
+        ImportError
+            torch is not installed.
+        """
         return TorchCorruptedSet(self, transform=transform, target_transform=target_transform)
 
     def __repr__(self) -> str:
@@ -765,7 +809,25 @@ class TorchCorruptedSet:
         return image, label
 
     def severity_of(self, i: int) -> int:
-        """The level (1..5) of item ``i``."""
+        """The level of item ``i``: :meth:`CorruptedSet.severity_of` of the wrapped set.
+
+        Parameters
+        ----------
+        i : int
+            Item index in ``-len(self)..len(self) - 1``.
+
+        Returns
+        -------
+        int
+            The level in 1..5.
+
+        Raises
+        ------
+        TypeError
+            ``i`` not an int (a 0-d integer array or tensor counts as one).
+        IndexError
+            ``i`` out of range.
+        """
         return self.corrupted.severity_of(i)
 
     def __repr__(self) -> str:

@@ -1014,7 +1014,7 @@ def top1_error(y_true: Any, scores: Any) -> float:
 
     Parameters
     ----------
-    y_true : array_like, shape (N,) or (N, 1), integer
+    y_true : array_like, shape (N,) or (N, 1), integer, bool or integral float
         Class indices ``0..K-1``.
     scores : array_like, shape (N, K), real
         Scores, logits or probabilities (only the arg-max matters). Must not contain NaN.
@@ -1041,7 +1041,7 @@ def top1_errors_by_severity(y_true: Any, corrupted_scores: Any, n_severities: in
 
     Parameters
     ----------
-    y_true : array_like, shape (N,) or (N, 1), integer
+    y_true : array_like, shape (N,) or (N, 1), integer, bool or integral float
         Class indices of the clean split (not tiled).
     corrupted_scores : array_like, shape (n_severities * N, K), real
         Scores on the corrupted split, severity-major (rows ``[s*N:(s+1)*N]`` are severity ``s + 1``).

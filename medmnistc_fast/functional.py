@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -58,10 +59,11 @@ _RETURNS_RAISES_DOC = """
     Raises
     ------
     TypeError
-        ``image`` is not a uint8 ndarray, or a parameter has the wrong type.
+        ``image`` is not a uint8 ndarray (a masked array included), or a parameter has the
+        wrong type.
     ValueError
-        ``image`` has a bad shape, or a parameter is outside its range (the message names it
-        and the allowed values).
+        ``image`` has a bad shape (not 2-D or 3-D, 2 or 4+ channels, a side below 8), or a
+        parameter is outside its range (the message names it and the allowed values){raises}.
 """
 
 #: References shared by the docstrings (each function adds its class in the reference package).
@@ -83,14 +85,18 @@ def _ref(where: str, extra: str = "") -> str:
     return out
 
 
-def _documented(params: str, references: str):
+def _documented(params: str, references: str, raises: str = ""):
     """Complete ``fn``'s summary docstring into numpydoc: Parameters (``image`` first, then
-    ``params``), Returns, Raises, References."""
+    ``params``), Returns, Raises (``raises``, if given, continues the ValueError entry: the
+    function's own further cases, starting with "; "), References."""
+    extra = ";\n" + textwrap.fill(raises.lstrip("; "), 92, initial_indent=" " * 8,
+                                  subsequent_indent=" " * 8) if raises else ""
+
     def wrap(fn):
         if fn.__doc__ is not None:  # None under python -OO
             fn.__doc__ = (fn.__doc__.rstrip() + "\n\n    Parameters\n    ----------" + _IMAGE_DOC
-                          + params.rstrip() + _RETURNS_RAISES_DOC + "\n    References\n"
-                          "    ----------\n" + references.rstrip() + "\n")
+                          + params.rstrip() + _RETURNS_RAISES_DOC.format(raises=extra)
+                          + "\n    References\n    ----------\n" + references.rstrip() + "\n")
         return fn
     return wrap
 
@@ -125,7 +131,9 @@ def pixelate(image, factor: float) -> np.ndarray:
         libjpeg quality factor. The bound 95 is Pillow's documented maximum for its JPEG
         ``quality`` option (values above 95 are advised against in Pillow's image-file-formats
         documentation).""",
-    _ref("``JPEGCompression`` in ``corruptions/compression.py``"))
+    _ref("``JPEGCompression`` in ``corruptions/compression.py``"),
+    "; a side longer than 65,500 px (libjpeg's ``JPEG_MAX_DIMENSION``, "
+    ":data:`medmnistc_fast.corruptions.digital.JPEG_MAX_SIDE`)")
 def jpeg_compression(image, quality: int) -> np.ndarray:
     """JPEG round trip through Pillow at ``quality`` (Pillow's default 4:2:0 chroma
     subsampling for RGB). A side longer than 65,500 px (libjpeg's ``JPEG_MAX_DIMENSION``) is a
@@ -135,7 +143,7 @@ def jpeg_compression(image, quality: int) -> np.ndarray:
 
 
 @_documented("""
-    sigma : float > 0
+    sigma : float > 0, finite
         Standard deviation on the [0, 1] intensity scale (0.04-0.26 in the MedMNIST-C
         tables).""" + _SEED_DOC,
     _ref("``GaussianNoise`` in ``corruptions/noise.py``", _HENDRYCKS))
@@ -154,7 +162,7 @@ def gaussian_noise(image, sigma: float, *, seed=None) -> np.ndarray:
 
 
 @_documented("""
-    sigma : float > 0
+    sigma : float > 0, finite
         Standard deviation of the normal multiplier, unitless (0.05-0.6 in the MedMNIST-C
         tables).""" + _SEED_DOC,
     _ref("``SpeckleNoise`` in ``corruptions/noise.py``", _HENDRYCKS))
@@ -305,7 +313,7 @@ def gaussian_blur(image, kernel_size: int, sigma: float | None = None) -> np.nda
 
 
 @_documented("""
-    factor : float > 0
+    factor : float > 0, finite
         1 leaves the image unchanged, below 1 darkens, above 1 brightens (values clip at
         255).""",
     _ref("``Brightness`` in ``corruptions/enhance.py``",
@@ -317,7 +325,7 @@ def brightness(image, factor: float) -> np.ndarray:
 
 
 @_documented("""
-    factor : float > 0
+    factor : float > 0, finite
         1 leaves the image unchanged, below 1 lowers the contrast, above 1 raises it.""",
     _ref("``Contrast`` in ``corruptions/enhance.py``",
          "Pillow, ``PIL.ImageEnhance.Contrast``."))
@@ -328,7 +336,7 @@ def contrast(image, factor: float) -> np.ndarray:
 
 
 @_documented("""
-    gamma : float > 0
+    gamma : float > 0, finite
         Exponent: above 1 darkens (the reference's ``gamma_corr_up``), below 1 brightens.""",
     _ref("``GammaCorrection`` in ``corruptions/enhance.py``",
          "torchvision, ``transforms.functional.adjust_gamma``."))
@@ -419,7 +427,8 @@ def black_corner(image, radius: int) -> np.ndarray:
         and 32 for level 5).
     side : int in 1..1024 or None, keyword-only
         The side in pixels at which the masks are drawn (None: ``ink_side``).""",
-    _ref("``StainDeposit`` in ``corruptions/microscopy.py`` and ``assets/inks.npz``"))
+    _ref("``StainDeposit`` in ``corruptions/microscopy.py`` and ``assets/inks.npz``"),
+    "; ``x``, ``y`` and ``ink`` of different lengths")
 def stain_deposit(image, x, y, ink, *, ink_side: int = 24, side: int | None = None) -> np.ndarray:
     """Zero the pixels under ink marks of the reference's ink set (``assets/inks.npz``).
     """
@@ -442,7 +451,8 @@ def stain_deposit(image, x, y, ink, *, ink_side: int = 24, side: int | None = No
         Inner radius of each bubble, pixels (same length as ``x`` and ``y``).
     border : int in 0..1024, keyword-only, default 2
         Width of the brighter rim, pixels (the reference's ``border = 2``).""",
-    _ref("``Bubble`` in ``corruptions/microscopy.py``"))
+    _ref("``Bubble`` in ``corruptions/microscopy.py``"),
+    "; ``x``, ``y`` and ``radius`` of different lengths")
 def bubble(image, x, y, radius, *, border: int = 2) -> np.ndarray:
     """MedMNIST-C bubbles: for each centre ``(x[i], y[i])`` a white disk of
     ``radius[i] + border`` pixels at alpha 130, then one of ``radius[i]`` at alpha 100 (the
@@ -464,7 +474,9 @@ def bubble(image, x, y, radius, *, border: int = 2) -> np.ndarray:
     font_size : float in [1, 1024], keyword-only, default 6.3
         Pillow font size, pixels. 6.3 is ``PIL_SIZE_FOR_HEIGHT[5]``, the size matching the
         5 px high cv2 text of the reference's largest font scales (0.17, 0.18) at 224 px.""",
-    _ref("``Characters`` in ``corruptions/microscopy.py``"))
+    _ref("``Characters`` in ``corruptions/microscopy.py``"),
+    "; a word with a character outside printable ASCII (32..126); ``texts``, ``x``, ``y`` "
+    "and ``colors`` of different lengths")
 def characters(image, texts, x, y, colors, *, font_size: float = 6.3) -> np.ndarray:
     """Draw antialiased words with Pillow's bundled font (Aileron Regular).
 

@@ -2061,9 +2061,9 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = S
     images : ndarray, shape (N, H, W, 3) for RGB datasets or (N, H, W) for gray, uint8
         In-memory (or memory-mapped) images, H, W >= 8; read in chunks, never copied whole.
         Needs ``labels``.
-    labels : ndarray, shape (N,) or (N, L), integers
-        Labels of ``images``, written tiled; 1-D labels are written as ``(N, 1)`` (MedMNIST's
-        layout).
+    labels : ndarray, shape (N,) or (N, L), L >= 1, integer or bool dtype
+        Labels of ``images``, written tiled in their dtype; 1-D labels are written as
+        ``(N, 1)`` (MedMNIST's layout).
     size : int >= 8, optional
         Image side of MedMNIST+ files and the sample (MedMNIST+: 28, 64, 128, 224; the sample:
         8..4096, :data:`medmnistc_fast.sample.MAX_SIZE`); default 224. Must be None with
@@ -2148,8 +2148,8 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = S
         ``overwrite`` or ``progress`` not a bool, ``seed``, ``sample_n``, ``size``,
         ``workers`` or ``chunk_size`` not an int (bools included), a ``corruptions`` or
         ``severities`` item of the wrong type, ``images`` not uint8,
-        ``labels`` not integers, ``images`` or ``labels`` a masked array, ``images`` without
-        ``labels``, ``scheduler`` neither a str,
+        ``labels`` not integers (or bools), ``images`` or ``labels`` a masked array, one of
+        ``images`` and ``labels`` without the other, ``scheduler`` neither a str,
         an os.PathLike nor a client).
     ImportError
         ``fmt="zarr"`` without zarr, ``scheduler`` without dask.distributed.
@@ -2484,9 +2484,10 @@ def load_images(dataset: str, lo: int = 0, hi: int | None = None, *, root=None,
         ``dataset`` not a str; ``lo``, ``hi``, ``size`` or ``sample_n`` not an int; ``sample``
         not a bool.
     ValueError
-        Unknown ``dataset`` or ``split``; ``root`` with ``sample=True`` or ``''``; ``lo`` negative;
-        ``lo`` not below the split's image count; ``hi`` below ``lo`` or beyond it; ``size`` below 8 (or above 4096
-        for the sample); ``sample_n`` images of ``size`` beyond the sample's 4 GiB
+        Unknown ``dataset`` or ``split``; ``root`` with ``sample=True`` or ``''``; ``lo``
+        negative; ``hi`` below ``lo`` or above the split's image count (so, with ``hi=None``,
+        ``lo`` not below it; ``lo == hi ==`` the count gives an empty array); ``size`` below
+        8 (or above 4096 for the sample); ``sample_n`` images of ``size`` beyond the sample's 4 GiB
         (:func:`medmnistc_fast.sample.check_sample_shape`); a damaged input file.
     """
     dataset = _single_dataset(dataset)
@@ -2577,7 +2578,9 @@ def render_preview(image, dataset: str, *, seed: int = 0, index: int = 0, corrup
         Any dataset key, including the pathology suites.
     seed, index : int >= 0
         As in :func:`medmnistc_fast.corrupt` (``index``: the image's index in its split).
-    corruptions : sequence of str, optional
+    corruptions : sequence of str or comma-separated str, optional
+        Rows to draw, among ``medmnistc_fast.corruptions(dataset)`` (shown in that order);
+        default all of them.
 
     Returns
     -------
@@ -2588,11 +2591,11 @@ def render_preview(image, dataset: str, *, seed: int = 0, index: int = 0, corrup
     Raises
     ------
     TypeError
-        ``image`` not a uint8 ndarray (a masked array included); otherwise as in
-        :func:`medmnistc_fast.corrupt`.
+        ``image`` not a uint8 ndarray (a masked array included); ``corruptions`` a mapping,
+        bytes or a non-str item; otherwise as in :func:`medmnistc_fast.corrupt`.
     ValueError
-        ``image`` of another shape, or under 8 pixels a side; otherwise as in
-        :func:`medmnistc_fast.corrupt`.
+        ``image`` of another shape, or under 8 pixels a side; ``corruptions`` empty or naming
+        one that ``dataset`` does not define; otherwise as in :func:`medmnistc_fast.corrupt`.
     """
     from PIL import Image, ImageDraw, ImageFont
 

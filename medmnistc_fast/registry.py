@@ -57,7 +57,10 @@ _ZOOM_DERMAMNIST = tuple(
 )
 
 #: ``{dataset: {corruption: (level 1 entry, ..., level 5 entry)}}`` for the 12 MedMNIST-C
-#: datasets and the two pathology suite keys; corruptions in the reference's order.
+#: datasets and the two pathology suite keys; corruptions in the reference's order. Sources: the
+#: reference's ``CORRUPTIONS_DS`` (``medmnistc/corruptions/registry.py``, medmnistc 0.1.0) for
+#: the 12 datasets, Zhang et al., MICCAI 2022 for the pathology suites (see the module docstring
+#: and the comment above them); units in the module docstring.
 TABLES: Mapping = {
     'pathmnist': {
         'pixelate': (0.8, 0.6, 0.4, 0.3, 0.25),

@@ -32,7 +32,11 @@ __all__ = ["base_key", "image_key", "image_keys", "generator", "raw_words", "fre
            "key_from_seed"]
 
 _M64 = (1 << 64) - 1
+#: SplitMix64's increment ("golden gamma", the odd integer nearest 2**64 / phi) of Steele, Lea
+#: and Flood, OOPSLA 2014 (see the module References); the counter streams of the noise kernels
+#: and of :mod:`medmnistc_fast.corruptions.pathology` step by it.
 GAMMA = 0x9E3779B97F4A7C15
+# SplitMix64's finaliser multipliers (same reference; David Stafford's "Mix13" variant).
 _MIX1 = 0xBF58476D1CE4E5B9
 _MIX2 = 0x94D049BB133111EB
 

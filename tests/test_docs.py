@@ -8,8 +8,13 @@ no sections at all for those tools.
 """
 from __future__ import annotations
 
+import ast
+import dataclasses
 import importlib
 import inspect
+import pathlib
+import re
+import textwrap
 
 import numpy as np
 import pytest
@@ -34,6 +39,122 @@ def _public_functions():
             obj = getattr(mod, attr)
             if inspect.isfunction(inspect.unwrap(obj)):
                 yield f"{name}.{attr}", obj
+
+
+def _public_methods():
+    """(qualname, function, docstring owner) of the public methods and properties of the
+    classes in the public modules' ``__all__`` (``__init__``'s docstring is the class's)."""
+    for name in PUBLIC_MODULES:
+        mod = importlib.import_module(f"medmnistc_fast.{name}")
+        for attr in mod.__all__:
+            cls = getattr(mod, attr)
+            if not (inspect.isclass(cls) and cls.__module__.startswith("medmnistc_fast")):
+                continue
+            for mname, member in vars(cls).items():
+                if mname.startswith("_") and mname != "__init__":
+                    continue
+                if mname == "__init__" and dataclasses.is_dataclass(cls):
+                    continue  # generated from the fields, which the Attributes section lists
+                if isinstance(member, property):
+                    fn, owner = member.fget, member
+                else:
+                    fn = getattr(member, "__func__", member)
+                    owner = cls if mname == "__init__" else fn
+                if inspect.isfunction(fn):
+                    yield f"{name}.{attr}.{mname}", fn, owner
+
+
+def _raises_section(obj) -> str:
+    """The text of the Raises section of ``obj``'s docstring ('' without one)."""
+    doc = inspect.getdoc(obj) or ""
+    m = re.search(r"^Raises\n-+\n(.*?)(?=^[^\n]+\n-+\n|\Z)", doc, re.S | re.M)
+    return m.group(1) if m else ""
+
+
+def _raised_names(fn) -> set:
+    """Exception classes named in the ``raise`` statements of ``fn``'s own source (helpers
+    that it calls are not followed)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(inspect.unwrap(fn))))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if isinstance(exc, ast.Name) and exc.id.endswith(("Error", "Exception")):
+                names.add(exc.id)
+    return names
+
+
+@pytest.mark.parametrize("qualname, fn, owner", list(_public_methods()),
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_public_methods_document_parameters_and_returns(qualname, fn, owner):
+    if fn.__name__ == "__init__":  # the class docstring documents the constructor
+        assert "Parameters" in _sections(owner), qualname
+        return
+    sig = inspect.signature(fn)
+    secs = _sections(owner)
+    if [p for p in sig.parameters if p not in ("self", "cls")]:
+        assert "Parameters" in secs, qualname
+    if sig.return_annotation not in (None, "None", inspect.Signature.empty):
+        assert "Returns" in secs, qualname
+
+
+def _documentable():
+    yield from ((q, fn, fn) for q, fn in _public_functions())
+    yield from _public_methods()
+    # dunder methods raise what their class documents (AugmentedDataset[i], len(sampler))
+    for name in PUBLIC_MODULES:
+        mod = importlib.import_module(f"medmnistc_fast.{name}")
+        for attr in mod.__all__:
+            cls = getattr(mod, attr)
+            if inspect.isclass(cls) and cls.__module__.startswith("medmnistc_fast"):
+                for dunder in ("__call__", "__getitem__", "__iter__", "__len__"):
+                    fn = vars(cls).get(dunder)
+                    if inspect.isfunction(fn):
+                        owner = fn if inspect.getdoc(fn) and _raises_section(fn) else cls
+                        yield f"{name}.{attr}.{dunder}", fn, owner
+
+
+@pytest.mark.parametrize("qualname, fn, owner", list(_documentable()),
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_public_callables_document_the_errors_they_raise(qualname, fn, owner):
+    # Every exception class a public function or method raises itself must appear in its
+    # Raises section (a constructor's and a dunder's: in the class docstring).
+    missing = sorted(e for e in _raised_names(fn) if e not in _raises_section(owner))
+    assert not missing, f"{qualname} raises {missing} without documenting them"
+
+
+def _constant_assignments(path: pathlib.Path):
+    """(name, documented) for each public UPPER_CASE name assigned at module level in
+    ``path`` (first assignment only). Documented: a ``#:`` comment line between the previous
+    statement and this one, or the same for the group of constant assignments written on the
+    lines right above it (one comment for ``BUBBLE_MIN_COUNT``, ``BUBBLE_BORDER``, ...)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    tree = ast.parse("\n".join(lines))
+    seen, prev, prev_documented = set(), None, False
+    for stmt in tree.body:
+        targets = []
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]):
+                targets += t.elts if isinstance(t, ast.Tuple) else [t]
+        names = [t.id for t in targets if isinstance(t, ast.Name)
+                 and re.fullmatch(r"[A-Z][A-Z0-9_]*", t.id)]
+        gap = lines[(prev.end_lineno if prev else 0):stmt.lineno - 1]
+        documented = any(g.lstrip().startswith("#:") for g in gap) or (
+            bool(names) and prev is not None and prev_documented
+            and prev.end_lineno == stmt.lineno - 1)
+        for n in names:
+            if n not in seen:
+                seen.add(n)
+                yield n, documented
+        prev, prev_documented = stmt, bool(names) and documented
+
+
+def test_public_constants_have_a_doc_comment():
+    # Sphinx's ``#:`` comment: what the constant is, its units and where its value comes from.
+    root = pathlib.Path(importlib.import_module("medmnistc_fast").__file__).parent
+    bare = [f"{p.relative_to(root)}:{n}" for p in sorted(root.rglob("*.py"))
+            for n, documented in _constant_assignments(p) if not documented]
+    assert not bare, bare
 
 
 @pytest.mark.parametrize("name", functional.__all__)

@@ -29,7 +29,8 @@ from .._config import NJIT
 
 __all__ = ["gray_law", "LUMA_WEIGHTS"]
 
-#: Pillow's RGB -> L weights (sum 65536) and rounding constant.
+#: Pillow's RGB -> L weights of R, G, B in 16-bit fixed point (sum 65536; Pillow
+#: ``libImaging/Convert.c``, ITU-R 601-2 luma; rounding constant :data:`_HALF` = 0x8000).
 LUMA_WEIGHTS = (19595, 38470, 7471)
 _HALF = 0x8000
 

@@ -105,8 +105,20 @@ class Kind:
     max_side: int | None = None
 
     def check_side(self, shape, name: str) -> None:
-        """ValueError naming ``name`` if an image of ``shape`` ((H, W, C) or (N, H, W, C))
-        has a side longer than :attr:`max_side`."""
+        """Check an image's sides against :attr:`max_side`.
+
+        Parameters
+        ----------
+        shape : tuple of int
+            ``(H, W, C)`` or ``(N, H, W, C)``.
+        name : str
+            The argument named in the error (``"image"``, ``"images"``).
+
+        Raises
+        ------
+        ValueError
+            ``max(H, W) > max_side`` (never when :attr:`max_side` is None).
+        """
         check_max_side(self.max_side, shape, name, self.name)
 
 

@@ -266,6 +266,8 @@ def black_corner_kernel(image: np.ndarray, radius: int, out=None) -> np.ndarray:
     return np.bitwise_and(image, mask, out=out)
 
 
+#: ``black_corner`` (reference ``BlackCorner``, ``corruptions/microscopy.py``): the table's
+#: multiplier of the inscribed-circle radius (relative, so no scaling).
 BLACK_CORNER = Kind("black_corner", black_corner_sample, black_corner_kernel, random=False,
                     into=True)
 
@@ -490,6 +492,8 @@ def _zero_under_inks(image, masks, ink, xs, ys, out):  # pragma: no cover - comp
     return out
 
 
+#: ``stain_deposit`` (reference ``StainDeposit``): the table's maximum number of marks; ink set
+#: by severity (:data:`INK_SIDES`), inks and margins scaled from 224 px.
 STAIN_DEPOSIT = Kind("stain_deposit", stain_deposit_sample, stain_deposit_kernel, random=True,
                      into=True)
 
@@ -803,6 +807,8 @@ def bubble_kernel(image: np.ndarray, x, y, inner, outer, supersample: float = 1.
         np.broadcast_to(alpha[:, :, None], image.shape)), out)
 
 
+#: ``bubble`` (reference ``Bubble``): the table's (maximum radius in pixels at 224 px, maximum
+#: number of bubbles); constants :data:`BUBBLE_MIN_COUNT` ... :data:`BUBBLE_BODY_ALPHA`.
 BUBBLE = Kind("bubble", bubble_sample, bubble_kernel, random=True, into=True)
 
 
@@ -1302,4 +1308,6 @@ def _copy_and_draw(image, out, pixels, glyphs, codes, firsts, lengths, x, y,
         _draw_words(out, pixels, glyphs, codes, firsts, lengths, x, y, colors)
 
 
+#: ``characters`` (reference ``Characters``): the table's (maximum words, maximum letters,
+#: maximum OpenCV font scale); constants :data:`CHAR_MIN_LETTERS` ... :data:`CV2_HEIGHT_PER_SCALE`.
 CHARACTERS = Kind("characters", characters_sample, characters_kernel, random=True, into=True)

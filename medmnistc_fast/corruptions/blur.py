@@ -581,6 +581,11 @@ def _gaussian_kernel(image, *, kernel_size, sigma, scale=1.0):
     return _native.gaussian_blur(image, taps)
 
 
+#: The blurs (reference ``DefocusBlur``, ``MotionBlur``, ``ZoomBlur``, ``GaussianBlur`` in
+#: ``corruptions/filter.py``): defocus (radius, alias sigma) and motion (radius, sigma) in pixels
+#: at the reference size, scaled by ``ctx.scale``, motion's angle U(-45, 45) degrees from the
+#: image key; zoom factors unscaled; Gaussian kernel size at the reference size, its half width
+#: and torchvision's default sigma scaled.
 DEFOCUS_BLUR = Kind("defocus_blur", _sample_defocus, _defocus_kernel, random=False)
 MOTION_BLUR = Kind("motion_blur", _sample_motion, _motion_kernel, random=True)
 ZOOM_BLUR = Kind("zoom_blur", _sample_zoom, _zoom_kernel, random=False)

@@ -97,6 +97,9 @@ def _saturate_kernel(image, *, shift, out=None):
     return hsv_shift_kernel(image, 1, float(shift), out=out)
 
 
+#: The colour corruptions (reference ``Brightness``, ``Contrast``, ``GammaCorrection``,
+#: ``Saturate`` in ``corruptions/enhance.py``; ``*_up`` / ``*_down`` share a kind): the table's
+#: Pillow enhance factor, gamma exponent or saturation shift, unscaled.
 BRIGHTNESS = Kind("brightness", _sample_factor, _brightness_kernel, random=False, into=True)
 CONTRAST = Kind("contrast", _sample_factor, _contrast_kernel, random=False, into=True)
 GAMMA = Kind("gamma", _sample_gamma, _gamma_kernel, random=False, into=True)

@@ -328,6 +328,10 @@ def _jpeg_kernel(image, *, quality):
     return from_pil(decoded, c)
 
 
+#: ``pixelate`` (reference ``Pixelate``, ``corruptions/compression.py``): the table's resize
+#: factor, unscaled (a fraction of the side).
 PIXELATE = Kind("pixelate", _sample_pixelate, _pixelate_kernel, random=False)
+#: ``jpeg_compression`` (reference ``JPEGCompression``): the table's Pillow JPEG quality;
+#: sides up to :data:`JPEG_MAX_SIDE`.
 JPEG_COMPRESSION = Kind("jpeg_compression", _sample_quality, _jpeg_kernel, random=False,
                         max_side=JPEG_MAX_SIDE)

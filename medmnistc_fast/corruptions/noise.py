@@ -576,6 +576,9 @@ def _kind(noise: str) -> Kind:
     return Kind(f"{noise}_noise", _sample_key, kernel, random=True, into=True)
 
 
+#: The four noises (reference ``GaussianNoise``, ``SpeckleNoise``, ``ImpulseNoise``,
+#: ``ShotNoise`` in ``corruptions/noise.py``): the table entry (sigma, sigma, amount, photons per
+#: unit intensity; unscaled) and the image key as the counter stream of :func:`apply_law`.
 GAUSSIAN_NOISE = _kind("gaussian")
 SPECKLE_NOISE = _kind("speckle")
 IMPULSE_NOISE = _kind("impulse")
