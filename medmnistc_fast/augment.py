@@ -778,10 +778,7 @@ class AugMedMNISTC:
             raise TypeError(f"identity must be a bool; got {identity!r}")
         self.levels = _check_levels(levels)
         names = _select(self.dataset, corruptions, folds)
-        self.choices = tuple(names + ([IDENTITY] if identity else []))
-        if not self.choices:
-            raise ValueError("no choice left: the corruptions/folds selection is empty and "
-                             "identity=False")
+        self.choices = tuple(names + ([IDENTITY] if identity else []))  # _select: never empty
         self.probabilities = _check_weights(weights, list(self.choices))
         self._cdf_list = np.cumsum(self.probabilities).tolist()
         if not _is_int(n_ops):

@@ -128,7 +128,7 @@ from ._validation import (_fmt_choices, _is_int, as_hwc, check_dataset, check_fo
                           missing_extra, reject_masked)
 from ._validation import defined_elsewhere, parse_decimal, unknown_corruption_message
 from ._validation import check_int as _check_int
-from .datasets import MANIFEST_GENERATOR, SPLITS, folder_name
+from .datasets import MANIFEST_GENERATOR, SPLITS, _check_split, folder_name
 from .api import corrupt, corrupt_batch, severity_table
 from .corruptions.pathology import suite_for_size
 
@@ -2146,7 +2146,7 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = S
         mapping as ``dataset``, ``corruptions`` or ``severities``;
         ``out``, ``root`` or ``folder`` not a str or os.PathLike, ``sample``, ``compress``,
         ``overwrite`` or ``progress`` not a bool, ``seed``, ``sample_n``, ``size``,
-        ``workers`` or ``chunk_size`` not an int (bools included), a ``corruptions`` or
+        ``workers`` or ``chunk_size`` not an int (bools included), ``split`` not a str, a ``corruptions`` or
         ``severities`` item of the wrong type, ``images`` not uint8,
         ``labels`` not integers (or bools), ``images`` or ``labels`` a masked array, one of
         ``images`` and ``labels`` without the other, ``scheduler`` neither a str,
@@ -2213,8 +2213,7 @@ def generate(dataset, out, *, root=None, sample: bool = False, sample_n: int = S
 
         for d in datasets:  # the bounds of sample_images, named as this function's arguments
             check_sample_shape(sample_n, size, registry.RGB[d], "sample_n")
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {', '.join(SPLITS)}; got {split!r}")
+    split = _check_split(split, allow_none=False)
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {', '.join(FORMATS)}; got {fmt!r}")
     if chunk_size is not None:
@@ -2481,8 +2480,8 @@ def load_images(dataset: str, lo: int = 0, hi: int | None = None, *, root=None,
     FileNotFoundError
         As in :func:`generate` (a missing MedMNIST+ file).
     TypeError
-        ``dataset`` not a str; ``lo``, ``hi``, ``size`` or ``sample_n`` not an int; ``sample``
-        not a bool.
+        ``dataset`` or ``split`` not a str; ``lo``, ``hi``, ``size`` or ``sample_n`` not an
+        int; ``sample`` not a bool.
     ValueError
         Unknown ``dataset`` or ``split``; ``root`` with ``sample=True`` or ``''``; ``lo``
         negative; ``hi`` below ``lo`` or above the split's image count (so, with ``hi=None``,
@@ -2492,8 +2491,7 @@ def load_images(dataset: str, lo: int = 0, hi: int | None = None, *, root=None,
     """
     dataset = _single_dataset(dataset)
     size = _check_int(size, "size", 8)
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {', '.join(SPLITS)}; got {split!r}")
+    split = _check_split(split, allow_none=False)
     # sample="no" used to read the sample (a truthy str), and root= was then ignored
     if _check_bool(sample, "sample") and root is not None:
         raise ValueError("pass one input: root= (MedMNIST+ files) or sample=True")

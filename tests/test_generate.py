@@ -946,6 +946,9 @@ def test_bad_arguments(root, tmp_path, kwargs, msg):
     ({"corruptions": [3]}, r"corruptions must hold corruption names \(str\); got 3 \(int\)"),
     ({"corruptions": ["pixelate", None]}, r"corruptions must hold corruption names .*got None"),
     ({"severities": [1.0]}, r"severities must hold ints in 1\.\.5; got 1\.0 \(float\)"),
+    # a ValueError before, where CorruptedSet and output_dir raise TypeError
+    ({"split": 1}, r"^split must be a str, one of 'test', 'val', 'train'; got 1 \(int\)"),
+    ({"split": None}, r"^split must be a str"),
 ])
 def test_bad_argument_types(root, tmp_path, kwargs, msg):
     args = dict(root=root, size=SIZE, workers=1, out=tmp_path / "out")
@@ -1026,6 +1029,8 @@ def test_overwrite_str_does_not_replace(root, tmp_path):
     (dict(lo=-1), ValueError, r"^lo must be an int >= 0"),     # it was called "index"
     (dict(lo=1.5), TypeError, r"^lo must be an int"),
     (dict(root=3), TypeError, r"^root must be a str or os\.PathLike"),   # os.fspath's, unnamed
+    (dict(split=["test"]), TypeError, r"^split must be a str"),          # was a ValueError
+    (dict(split="dev"), ValueError, r"^split must be one of 'test', 'val', 'train'; got 'dev'$"),
 ])
 def test_load_images_argument_errors(kwargs, exc, msg):
     args = dict(dataset=GRAY_DS, lo=0, size=SIZE, sample_n=2)
