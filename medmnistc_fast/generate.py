@@ -1328,9 +1328,39 @@ class _PoolRunner:
             writer = getattr(getattr(self._ex, "_result_queue", None), "_writer", None)
             if writer is not None:
                 writer.close()
+            # The call queue's feeder thread may be blocked writing a task into the pipe of
+            # workers that are gone: this process's copy of the pipe's read end (it only writes
+            # there) keeps the pipe open, and the executor's wind-down, then the exit, wait for
+            # the feeder for ever. Python 3.12, and 3.11's later releases, drop that copy when
+            # the pool breaks (CPython gh-94777); 3.10 hung so.
+            if sys.version_info < (3, 12):
+                _detach_pipe_end(getattr(getattr(self._ex, "_call_queue", None), "_reader", None))
         self._ex.shutdown(wait=True, cancel_futures=cancel)
         self._alive_w.close()
         self._alive_r.close()
+
+
+def _detach_pipe_end(conn) -> None:
+    """Drop this process's reference to the pipe behind ``conn``, a multiprocessing Connection,
+    without closing ``conn``: its descriptor is pointed at /dev/null (POSIX only; nothing is
+    done to a closed one).
+
+    Once no process holds the read end, a write blocked on the pipe fails with EPIPE. ``conn``
+    keeps owning its descriptor, so whichever thread closes it later (the queue's feeder on its
+    sentinel, the executor) closes it once; closing it here as well raced with them.
+    """
+    if conn is None or os.name != "posix" or conn.closed:
+        return
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.dup2(null, conn.fileno(), inheritable=False)
+    except (OSError, ValueError):  # closed meanwhile
+        pass
+    finally:
+        os.close(null)
 
 
 def _worker_environment() -> dict:  # also runs on Dask workers
