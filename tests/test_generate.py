@@ -790,8 +790,12 @@ def test_missing_root_folder_says_so(tmp_path):
 
 def _extra_requirements(extra):
     """The requirements of a pyproject.toml extra that apply to this interpreter, read with
-    tomllib (Python 3.11+), their environment markers evaluated by packaging and dropped."""
-    tomllib = pytest.importorskip("tomllib")
+    tomllib (Python 3.11+; on 3.10 its original, tomli, which pytest itself requires there),
+    their environment markers evaluated by packaging and dropped."""
+    try:
+        import tomllib
+    except ImportError:
+        tomllib = pytest.importorskip("tomli")
     from packaging.requirements import Requirement
     with open(os.path.join(os.path.dirname(__file__), "..", "pyproject.toml"), "rb") as f:
         reqs = tomllib.load(f)["project"]["optional-dependencies"][extra]
