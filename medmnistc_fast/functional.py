@@ -11,6 +11,7 @@ argument.
 """
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 import textwrap
@@ -91,12 +92,17 @@ def _documented(params: str, references: str, raises: str = ""):
     function's own further cases, starting with "; "), References."""
     extra = ";\n" + textwrap.fill(raises.lstrip("; "), 92, initial_indent=" " * 8,
                                   subsequent_indent=" " * 8) if raises else ""
+    sections = textwrap.dedent("    Parameters\n    ----------" + _IMAGE_DOC + params.rstrip()
+                               + _RETURNS_RAISES_DOC.format(raises=extra)
+                               + "\n    References\n    ----------\n" + references.rstrip()
+                               + "\n")
 
     def wrap(fn):
         if fn.__doc__ is not None:  # None under python -OO
-            fn.__doc__ = (fn.__doc__.rstrip() + "\n\n    Parameters\n    ----------" + _IMAGE_DOC
-                          + params.rstrip() + _RETURNS_RAISES_DOC.format(raises=extra)
-                          + "\n    References\n    ----------\n" + references.rstrip() + "\n")
+            # Both parts at the left margin: Python 3.13 strips a docstring's indentation when
+            # compiling, and indented sections after its body then kept theirs in
+            # ``inspect.getdoc``, where numpydoc found no section.
+            fn.__doc__ = inspect.cleandoc(fn.__doc__.rstrip()) + "\n\n" + sections
         return fn
     return wrap
 

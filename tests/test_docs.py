@@ -162,6 +162,19 @@ def test_functional_docstrings_have_every_numpydoc_section(name):
     assert {"Parameters", "Returns", "Raises", "References"} <= _sections(getattr(functional, name))
 
 
+@pytest.mark.parametrize("body", ["\n\n    Details, indented (Python <= 3.12).\n    ",
+                                  "\n\nDetails, at the margin (3.13 strips the indentation).\n"])
+def test_functional_sections_reach_the_margin_whatever_the_docstring_indentation(body):
+    def fn(image, level):
+        pass
+    fn.__doc__ = "Summary." + body
+    functional._documented("""
+    level : int
+        A level.""", functional._ref("``X``"))(fn)
+    assert {"Parameters", "Returns", "Raises", "References"} <= _sections(fn)
+    assert "Details, " in inspect.getdoc(fn)
+
+
 @pytest.mark.parametrize("qualname, fn", list(_public_functions()), ids=lambda v: v
                          if isinstance(v, str) else "")
 def test_public_functions_document_parameters_and_returns(qualname, fn):
