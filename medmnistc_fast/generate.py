@@ -1241,6 +1241,12 @@ class _LocalRunner:
         pass
 
 
+#: CPython before 3.11.5 keeps this process's read end of a ProcessPoolExecutor's call queue
+#: open when the pool breaks (fixed by gh-94777 in 3.11.5 and 3.12); _PoolRunner.close works
+#: around it.
+_LEAVES_CALL_QUEUE_READER_OPEN = sys.version_info < (3, 11, 5)
+
+
 class _PoolRunner:
     inband = False
     # Workers pwrite stored npz chunks straight into the (local) temporary file.
@@ -1315,6 +1321,8 @@ class _PoolRunner:
             # file can take minutes); what they were writing is a temporary file, removed here
             # or on the next run. ProcessPoolExecutor has no public way to do this before
             # Python 3.14 (terminate_workers), hence its process table.
+            if _LEAVES_CALL_QUEUE_READER_OPEN:
+                self._unblock_call_queue()
             for proc in list((getattr(self._ex, "_processes", None) or {}).values()):
                 try:
                     proc.terminate()
@@ -1328,16 +1336,29 @@ class _PoolRunner:
             writer = getattr(getattr(self._ex, "_result_queue", None), "_writer", None)
             if writer is not None:
                 writer.close()
-            # The call queue's feeder thread may be blocked writing a task into the pipe of
-            # workers that are gone: this process's copy of the pipe's read end (it only writes
-            # there) keeps the pipe open, and the executor's wind-down, then the exit, wait for
-            # the feeder for ever. Python 3.12, and 3.11's later releases, drop that copy when
-            # the pool breaks (CPython gh-94777); 3.10 hung so.
-            if sys.version_info < (3, 12):
-                _detach_pipe_end(getattr(getattr(self._ex, "_call_queue", None), "_reader", None))
         self._ex.shutdown(wait=True, cancel_futures=cancel)
         self._alive_w.close()
         self._alive_r.close()
+
+    def _unblock_call_queue(self) -> None:
+        """Let the call queue's feeder thread fail instead of hang once the workers are gone.
+
+        The feeder may be blocked writing a task larger than a pipe's buffer to workers that
+        are stopped: this process's copy of the pipe's read end (it only writes there) keeps
+        the pipe open, and the executor's wind-down, then the interpreter's exit, wait for the
+        feeder for ever. CPython before 3.11.5 never drops that copy (gh-94777). It is pointed
+        at /dev/null here, before the workers are stopped, while nothing else closes it: the
+        feeder closes it only after the executor closes the queue, which it does once the pool
+        is broken or shut down. A pool broken already (a worker died on its own) is given
+        0.5 s to wind down first; it stays up past that only while the feeder is blocked, and a
+        blocked feeder closes nothing.
+        """
+        manager = getattr(self._ex, "_executor_manager_thread", None)
+        if getattr(self._ex, "_broken", False) and manager is not None:
+            manager.join(timeout=0.5)
+            if not manager.is_alive():
+                return
+        _detach_pipe_end(getattr(getattr(self._ex, "_call_queue", None), "_reader", None))
 
 
 def _detach_pipe_end(conn) -> None:
@@ -1346,8 +1367,10 @@ def _detach_pipe_end(conn) -> None:
     done to a closed one).
 
     Once no process holds the read end, a write blocked on the pipe fails with EPIPE. ``conn``
-    keeps owning its descriptor, so whichever thread closes it later (the queue's feeder on its
-    sentinel, the executor) closes it once; closing it here as well raced with them.
+    keeps owning its descriptor, and whichever thread closes it later (the queue's feeder on
+    its sentinel, the executor) closes it once. The caller makes sure no other thread closes
+    ``conn`` meanwhile: ``dup2`` onto a number closed and reused in between would point
+    another file at /dev/null.
     """
     if conn is None or os.name != "posix" or conn.closed:
         return

@@ -10,6 +10,7 @@ import io
 import json
 import os
 import re
+import subprocess
 import sys
 import zipfile
 import zlib
@@ -1343,45 +1344,79 @@ def test_orphaned_worker_sees_its_unreaped_parent_gone(monkeypatch):
     r.close()
 
 
-def test_abandoned_pool_lets_the_interpreter_exit(tmp_path):
-    # generate's error and Ctrl-C paths give up their futures through the runner, then close it
-    # with cancel=True. Cancelling pool futures one by one left cancelled futures in the
-    # executor's table; once the pool broke (here a worker killed, as `kill -TERM` of the
-    # process group does), Python 3.10/3.11's manager thread died with InvalidStateError before
-    # closing the call queue, and the interpreter's exit waited for ever on the queue's feeder,
-    # blocked writing a task larger than a pipe's buffer to a worker that was gone. On 3.10 the
-    # feeder stayed blocked even so: the parent's own read end of the pipe kept it open
-    # (failed 3 of 3 runs there before _PoolRunner.close detached it).
+_ABANDON_SCRIPT = """
+import concurrent.futures, os, signal, sys, time
+import concurrent.futures.process as cfp
+import medmnistc_fast.generate as gen
+
+if __name__ == "__main__":
+    killed, old_cpython, workaround = (a == "1" for a in sys.argv[1:])
+    if old_cpython:
+        # CPython before 3.11.5 (gh-94777): the broken pool's wind-down leaves this process's
+        # read end of the call queue's pipe open
+        terminate_broken = cfp._ExecutorManagerThread.terminate_broken
+
+        def keep_reader_open(self, cause):
+            self.call_queue._reader.close = lambda: None
+            terminate_broken(self, cause)
+
+        cfp._ExecutorManagerThread.terminate_broken = keep_reader_open
+    gen._LEAVES_CALL_QUEUE_READER_OPEN = workaround
+    runner = gen._PoolRunner(1)
+    busy = runner.call(time.sleep, 60)
+    big = [runner.call(len, bytes(8 << 20)) for _ in range(4)]
+    # busy and big[0] are in the call queue (the pool's warm-up call may be too), so the
+    # feeder blocks writing a big task to the sleeping worker; big[2] and big[3] at least
+    # wait in the executor's table
+    while not (busy.running() and big[0].running()):
+        time.sleep(0.01)
+    (pid,) = runner._ex._processes
+    runner.abandon([busy] + big)
+    if killed:
+        os.kill(pid, signal.SIGKILL)
+        concurrent.futures.wait([busy])   # the executor has seen the pool break
+    runner.close(cancel=True)
+    print("closed", flush=True)
+"""
+
+
+def _run_abandon_script(tmp_path, killed, old_cpython, workaround, timeout):
     import subprocess
-    import textwrap
 
     script = tmp_path / "abandon.py"
-    script.write_text(textwrap.dedent("""
-        import concurrent.futures, os, signal, time
-        import medmnistc_fast.generate as gen
+    script.write_text(_ABANDON_SCRIPT)
+    return subprocess.run([sys.executable, str(script)]
+                          + ["1" if v else "0" for v in (killed, old_cpython, workaround)],
+                          capture_output=True, text=True, timeout=timeout)
 
-        if __name__ == "__main__":
-            runner = gen._PoolRunner(1)
-            busy = runner.call(time.sleep, 60)
-            big = [runner.call(len, bytes(8 << 20)) for _ in range(4)]
-            # busy and big[0] are in the call queue (the pool's warm-up call may be too), so
-            # the feeder blocks writing a big task to the sleeping worker; big[2] and big[3]
-            # at least wait in the executor's table
-            while not (busy.running() and big[0].running()):
-                time.sleep(0.01)
-            (pid,) = runner._ex._processes
-            runner.abandon([busy] + big)
-            os.kill(pid, signal.SIGKILL)
-            concurrent.futures.wait([busy])   # the executor has seen the pool break
-            runner.close(cancel=True)
-            print("closed", flush=True)
-    """))
+
+@pytest.mark.parametrize("old_cpython", [False, True], ids=["this-cpython", "cpython<3.11.5"])
+@pytest.mark.parametrize("killed", [True, False], ids=["worker-killed", "closed-while-busy"])
+def test_abandoned_pool_lets_the_interpreter_exit(tmp_path, killed, old_cpython):
+    # generate's error and Ctrl-C paths give up their futures through the runner, then close it
+    # with cancel=True. Cancelling pool futures one by one left cancelled futures in the
+    # executor's table; once the pool broke (a worker killed, as `kill -TERM` of the process
+    # group does, or stopped by close itself), Python 3.10/3.11's manager thread died with
+    # InvalidStateError before closing the call queue, and the interpreter's exit waited for
+    # ever on the queue's feeder, blocked writing a task larger than a pipe's buffer to a
+    # worker that was gone. Before 3.11.5 the feeder stayed blocked even so: the parent's own
+    # read end of the pipe kept it open, until _PoolRunner.close detached it. That CPython is
+    # emulated on this one (cpython<3.11.5), and run natively on 3.10.
+    workaround = old_cpython or sys.version_info < (3, 11, 5)
     try:
-        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                              timeout=60)
+        proc = _run_abandon_script(tmp_path, killed, old_cpython, workaround, timeout=60)
     except subprocess.TimeoutExpired:
         pytest.fail("the process did not exit after the pool was abandoned and closed")
     assert proc.returncode == 0 and proc.stdout == "closed\n", proc.stderr
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX descriptors")
+def test_emulated_old_cpython_hangs_without_the_call_queue_workaround(tmp_path):
+    # the emulation above reproduces the hang: without _unblock_call_queue the process is
+    # still waiting on the feeder 10 s after close (it exits in about 1 s with it)
+    with pytest.raises(subprocess.TimeoutExpired):
+        _run_abandon_script(tmp_path, killed=True, old_cpython=True, workaround=False,
+                            timeout=10)
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX descriptors")
