@@ -170,7 +170,9 @@ def missing_extra(feature: str, module: str, extra: str,
     the message names the packages themselves and, for the clone, ``pip install '.[extra]'``.
     ``error``, the ImportError that importing ``module`` raised, tells a missing module (a
     ModuleNotFoundError in its chain) from an installed one that fails to import, such as
-    zarr 2.16 beside numcodecs 0.16: the message then says so and quotes the error.
+    zarr 2.16 beside numcodecs 0.16: the message then says so and quotes the error. A missing
+    module other than ``module``, its packages and its submodules (``distributed`` behind
+    ``dask.distributed``, ``numcodecs`` behind ``zarr``) is named in the message.
     """
     try:
         reqs = importlib.metadata.requires("medmnistc_fast") or []
@@ -190,9 +192,17 @@ def missing_extra(feature: str, module: str, extra: str,
     chain, missing = error, error is None
     while chain is not None and not missing:
         missing = isinstance(chain, ModuleNotFoundError)
-        chain = chain.__cause__ or chain.__context__
+        if not missing:
+            chain = chain.__cause__ or chain.__context__
     if missing:
-        return ImportError(f"{feature} needs {module}: {install}{clone}")
+        # a module other than ``module`` or its packages is the one missing (distributed for
+        # dask.distributed, numcodecs for zarr): name it, pip may find ``module`` installed
+        parts = module.split(".")
+        own = {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+        name = getattr(chain, "name", None)
+        foreign = name and name not in own and not name.startswith(module + ".")
+        which = f" ({chain})" if foreign else ""
+        return ImportError(f"{feature} needs {module}{which}: {install}{clone}")
     return ImportError(f"{feature} needs {module}, which is installed but fails to import "
                        f"({type(error).__name__}: {error}); a version that works with the "
                        f"installed packages: {install}{clone}")

@@ -890,8 +890,21 @@ def test_missing_module_behind_another_import_error_is_missing():
     except ImportError as exc:
         err = exc
     msg = str(missing_extra("scheduler=", "dask.distributed", "dask", err))
-    assert msg.startswith("scheduler= needs dask.distributed: pip install ")
+    assert msg.startswith("scheduler= needs dask.distributed (No module named "
+                          "'medmnistc_fast_no_such_module'): pip install ")
     assert "fails to import" not in msg
+
+
+@pytest.mark.parametrize("missing, named", [("zarr", False), ("zarr.storage", False),
+                                            ("numcodecs", True)])
+def test_missing_module_other_than_the_optional_one_is_named(missing, named):
+    # zarr installed without numcodecs: pip would find zarr itself installed, so the message
+    # names the module that is missing; zarr or a module of its own missing needs no note
+    from medmnistc_fast._validation import missing_extra
+    err = ModuleNotFoundError(f"No module named '{missing}'", name=missing)
+    msg = str(missing_extra("f", "zarr", "zarr", err))
+    expected = f"f needs zarr (No module named '{missing}'): " if named else "f needs zarr: "
+    assert msg.startswith(expected), msg
 
 
 def test_corruption_of_no_selected_dataset_names_its_datasets(tmp_path):
