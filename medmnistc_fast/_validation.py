@@ -195,8 +195,9 @@ def missing_extra(feature: str, module: str, extra: str,
         if not missing:
             chain = chain.__cause__ or chain.__context__
     if missing:
-        # a module other than ``module`` or its packages is the one missing (distributed for
-        # dask.distributed, numcodecs for zarr): name it, pip may find ``module`` installed
+        # a module other than ``module``, its packages or submodules is the one missing
+        # (distributed for dask.distributed, numcodecs for zarr): name it, pip may find
+        # ``module`` installed
         parts = module.split(".")
         own = {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
         name = getattr(chain, "name", None)

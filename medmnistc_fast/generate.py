@@ -1351,7 +1351,8 @@ class _PoolRunner:
         feeder closes it only after the executor closes the queue, which it does once the pool
         is broken or shut down. A pool broken already (a worker died on its own) is given
         0.5 s to wind down first; it stays up past that only while the feeder is blocked, and a
-        blocked feeder closes nothing.
+        blocked feeder closes nothing. What is left is a window of microseconds: a worker dying
+        on its own just as this runs, or a feeder unblocked just as the 0.5 s run out.
         """
         manager = getattr(self._ex, "_executor_manager_thread", None)
         if getattr(self._ex, "_broken", False) and manager is not None:
