@@ -3,6 +3,7 @@ import argparse
 import json
 import os
 import importlib.util
+import platform
 import statistics
 import subprocess
 import sys
@@ -47,6 +48,36 @@ REFERENCE_MALLOC = {"MALLOC_TRIM_THRESHOLD_": "4294967295", "MALLOC_MMAP_THRESHO
 def reference_env() -> dict:
     """The environment for a reference subprocess: this one plus :data:`REFERENCE_MALLOC`."""
     return dict(os.environ, **REFERENCE_MALLOC)
+
+
+def cpu_description() -> str:
+    """The CPU the timings come from: model name, family/model, the widest x86 vector
+    instruction set it has (AVX-512, AVX2 or SSE2), and which variant our native kernels with
+    several picked (``disk`` defocus filter, ``resample``, ``hsv``). Speed-ups depend on it: on
+    an AVX2-only CPU several kernels run their narrower variants (see RESULTS.md)."""
+    info = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if not line.strip():
+                    break          # the first processor's block
+                key, _, value = line.partition(":")
+                info[key.strip()] = value.strip()
+    except OSError:
+        pass
+    flags = set(info.get("flags", "").split())
+    isa = ("AVX-512" if {"avx512f", "avx512bw"} <= flags else "AVX2" if "avx2" in flags
+           else "SSE2" if flags else "unknown ISA")
+    name = info.get("model name") or platform.processor() or "unknown CPU"
+    if "cpu family" in info:
+        name += f" (family {info['cpu family']} model {info.get('model', '?')})"
+    try:
+        from medmnistc_fast import _native
+        picked = (f"disk {_native._disk_isa()}, resample {_native._resample_isa()}, "
+                  f"hsv {_native._hsv_isas()[0]}")
+    except (ImportError, AttributeError, IndexError):
+        picked = "native variants unknown"
+    return f"{name}, {isa}; kernels: {picked}"
 
 
 def ratio_summary(ratios) -> str:

@@ -49,8 +49,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from _common import (add_output_args, add_reference_arg, git_commit, ratio_summary, reference_env,
-                     render_only, write_results)
+from _common import (add_output_args, add_reference_arg, cpu_description, git_commit,
+                     ratio_summary, reference_env, render_only, write_results)
 
 for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MAGICK_THREAD_LIMIT",
              "MEDMNISTC_FAST_NUM_THREADS", "NUMBA_NUM_THREADS"):
@@ -374,7 +374,7 @@ def main(argv=None):
 
     result = {"meta": {"commit": git_commit(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
                        "machine": f"{platform.machine()} {os.cpu_count()} cores, "
-                                  f"Python {platform.python_version()}",
+                                  f"{cpu_description()}, Python {platform.python_version()}",
                        "version": mf.__version__, "repeats": args.repeats,
                        "rounds": args.rounds, "batch": BATCH,
                        "n28": args.n28, "n224": args.n224,

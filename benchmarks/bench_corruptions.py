@@ -34,8 +34,8 @@ import numpy as np
 
 import medmnistc_fast as mf
 from medmnistc_fast.sample import sample_images
-from _common import (REFERENCE_MALLOC, add_output_args, add_reference_arg, git_commit,
-                     ratio_summary, reference_env, render_only, write_results)
+from _common import (REFERENCE_MALLOC, add_output_args, add_reference_arg, cpu_description,
+                     git_commit, ratio_summary, reference_env, render_only, write_results)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -182,7 +182,7 @@ def main(argv=None):
         pairs[key] = entry
     result = {
         "meta": {"commit": git_commit(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-                 "machine": f"{platform.machine()} {os.cpu_count()} cores, "
+                 "machine": f"{platform.machine()} {os.cpu_count()} cores, {cpu_description()}, "
                             f"Python {platform.python_version()}, numpy {np.__version__}",
                  "version": mf.__version__, "repeats": args.repeats,
                  "reference_versions": ref["versions"] if ref else None,

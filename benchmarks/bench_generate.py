@@ -52,9 +52,8 @@ import numpy as np
 import medmnistc_fast as mf
 from medmnistc_fast._npz import NpzWriter, deflate_segments
 from medmnistc_fast.sample import N_LABELS, sample_images
-from _common import (REFERENCE_MALLOC, add_output_args, add_reference_arg, git_commit,
-                     reference_env, render_only,
-                     write_results)
+from _common import (REFERENCE_MALLOC, add_output_args, add_reference_arg, cpu_description,
+                     git_commit, reference_env, render_only, write_results)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SIZE = 224
@@ -334,7 +333,7 @@ def main(argv=None):
 
     tmp = tempfile.mkdtemp(prefix="bench_generate_", dir=args.tmpdir)
     result = {"version": mf.__version__, "commit": git_commit(),
-              "machine": f"{platform.machine()} {os.cpu_count()} cores, Linux "
+              "machine": f"{platform.machine()} {os.cpu_count()} cores, {cpu_description()}, Linux "
                          f"{platform.release()}, Python {platform.python_version()}, "
                          f"numpy {np.__version__}",
               "reference_env": REFERENCE_MALLOC if args.reference_python else None,

@@ -43,21 +43,11 @@ import medmnistc_fast as mf
 from medmnistc_fast import registry
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import add_output_args, git_commit, render_only, write_results  # noqa: E402
+from _common import (add_output_args, cpu_description, git_commit, render_only,  # noqa: E402
+                     write_results)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PCAM_VAL = 32768
-
-
-def _cpu() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def patches(size: int) -> np.ndarray:
@@ -227,7 +217,8 @@ def main(argv=None) -> None:
 
     import numba
 
-    env = {"cpu": _cpu(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
+    env = {"cpu": cpu_description(), "cpu_count": os.cpu_count(),
+           "python": platform.python_version(),
            "numpy": np.__version__, "numba": numba.__version__, "skimage": skimage.__version__,
            "medmnistc_fast": mf.__version__, "commit": git_commit(),
            "loadavg_before": [round(v, 2) for v in os.getloadavg()]}

@@ -42,8 +42,8 @@ import numpy as np
 
 import medmnistc_fast as mf
 from medmnistc_fast import functional as F
-from _common import (add_output_args, add_reference_arg, distinct_images, git_commit,
-                     reference_env, render_only, write_results)
+from _common import (add_output_args, add_reference_arg, cpu_description, distinct_images,
+                     git_commit, reference_env, render_only, write_results)
 
 # design.md section 3's tolerances, the table tests/test_golden.py uses (one copy).
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -239,7 +239,7 @@ def main(argv=None):
     entries = check(images, jobs, ref, ref_meta["params"])
     result = {
         "meta": {"commit": git_commit(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-                 "machine": f"{platform.machine()} {os.cpu_count()} cores, "
+                 "machine": f"{platform.machine()} {os.cpu_count()} cores, {cpu_description()}, "
                             f"Python {platform.python_version()}, numpy {np.__version__}",
                  "version": mf.__version__, "reference_versions": ref_meta["versions"],
                  "images": {k: len(v) for k, v in images.items()}, "requested_n": args.n,

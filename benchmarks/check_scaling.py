@@ -34,7 +34,8 @@ import medmnistc_fast as mf
 from medmnistc_fast.corruptions import KINDS
 from medmnistc_fast.corruptions.artifacts import stain_param
 from medmnistc_fast.registry import RGB, TABLES
-from _common import add_output_args, distinct_images, git_commit, render_only, write_results
+from _common import (add_output_args, cpu_description, distinct_images, git_commit, render_only,
+                     write_results)
 
 #: Corruptions defined on the image's own pixel grid: their ratios grow at small sizes by
 #: design (shrinking averages a 224 px noise over the pixels it merges: 64 of them at 28 px).
@@ -144,8 +145,9 @@ def main(argv=None):
     entries = measure(images, args.keys, args.sizes)
     images = {"rgb": len(images[True]), "gray": len(images[False])}
     result = {"meta": {"commit": git_commit(), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-                       "machine": f"{platform.machine()} {os.cpu_count()} cores, Python "
-                                  f"{platform.python_version()}, numpy {np.__version__}",
+                       "machine": f"{platform.machine()} {os.cpu_count()} cores, "
+                                  f"{cpu_description()}, Python {platform.python_version()}, "
+                                  f"numpy {np.__version__}",
                        "version": mf.__version__, "images": images, "keys": args.keys,
                        "sizes": args.sizes, "seconds": time.perf_counter() - t0},
               "entries": entries}
