@@ -231,7 +231,9 @@ def pixelate(
 
 def _disk_isa() -> str:
     """Instruction set of the disk filter (the defocus fast path of ``filter2d``): "avx512",
-    "avx2" or "baseline"."""
+    "avx2" or "baseline". At load: "avx512" where the CPU has AVX-512, else "baseline"; "avx2"
+    only after ``_set_disk_isa("avx2")`` (it ran 2-5x slower than the baseline on an AVX2-only
+    AMD EPYC, csrc/blur.cpp ``best_disk_variant``)."""
 
 def _set_disk_isa(name: str) -> bool:
     """Testing aid: switch the disk filter to ``name`` if this CPU runs it (returns whether it
